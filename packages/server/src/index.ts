@@ -1,0 +1,2 @@
+// The public API is added by the issue that builds this package.
+export {};
