@@ -1,0 +1,127 @@
+import { createHash } from "node:crypto";
+
+const utf8 = new TextEncoder();
+// fatal: a stored string that is not valid UTF-8 was not written by this store.
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+export function encodeUtf8(value: string): Uint8Array {
+  return utf8.encode(value);
+}
+
+/** Throws a TypeError on invalid UTF-8; callers turn it into StoreError CORRUPT. */
+export function decodeUtf8(bytes: Uint8Array): string {
+  return strictUtf8.decode(bytes);
+}
+
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  const out = new Uint8Array(length);
+  let offset = 0;
+  for (const part of parts) {
+    out.set(part, offset);
+    offset += part.length;
+  }
+  return out;
+}
+
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+export function compareBytes(a: Uint8Array, b: Uint8Array): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const d = a[i]! - b[i]!;
+    if (d !== 0) return d;
+  }
+  return a.length - b.length;
+}
+
+export function sha256(data: Uint8Array): Uint8Array {
+  const digest = createHash("sha256").update(data).digest();
+  return new Uint8Array(digest.buffer, digest.byteOffset, digest.length);
+}
+
+export function toHex(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("hex");
+}
+
+/** Unsigned 64-bit big-endian, so byte order equals numeric order for safe integers. */
+export function u64(value: number): Uint8Array {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setBigUint64(0, BigInt(value));
+  return out;
+}
+
+export function readU64(bytes: Uint8Array, offset: number): number {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const value = view.getBigUint64(offset);
+  if (value > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`u64 at ${offset} exceeds the safe integer range`);
+  return Number(value);
+}
+
+export function u32(value: number): Uint8Array {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, value);
+  return out;
+}
+
+/**
+ * Writes length-prefixed fields (u32 big-endian length + bytes) one after the
+ * other. Unlike concatenation, no two different field lists produce the same
+ * bytes, which is what makes ("tenant/a", "x") and ("tenant", "/ax") distinct.
+ */
+export function lengthPrefixed(fields: readonly Uint8Array[]): Uint8Array {
+  const parts: Uint8Array[] = [];
+  for (const field of fields) parts.push(u32(field.length), field);
+  return concatBytes(parts);
+}
+
+/** Reads fields written by a record writer; every read is bounds-checked. */
+export class ByteReader {
+  private offset = 0;
+  private readonly view: DataView;
+  constructor(private readonly data: Uint8Array) {
+    this.view = new DataView(data.buffer, data.byteOffset, data.length);
+  }
+  private need(n: number): void {
+    if (this.offset + n > this.data.length) throw new RangeError("record truncated");
+  }
+  u8(): number {
+    this.need(1);
+    return this.view.getUint8(this.offset++);
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.view.getUint32(this.offset);
+    this.offset += 4;
+    return v;
+  }
+  u64(): number {
+    this.need(8);
+    const v = readU64(this.data, this.offset);
+    this.offset += 8;
+    return v;
+  }
+  bytes(n: number): Uint8Array {
+    this.need(n);
+    const out = this.data.subarray(this.offset, this.offset + n);
+    this.offset += n;
+    return out;
+  }
+  string(): string {
+    return decodeUtf8(this.bytes(this.u32()));
+  }
+  /** Everything left, as a plain Uint8Array view (not a Buffer), so callers see exact bytes. */
+  rest(): Uint8Array {
+    const out = new Uint8Array(this.data.buffer, this.data.byteOffset + this.offset, this.data.length - this.offset);
+    this.offset = this.data.length;
+    return out;
+  }
+  end(): void {
+    if (this.offset !== this.data.length) throw new RangeError("record has trailing bytes");
+  }
+}

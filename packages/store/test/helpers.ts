@@ -1,0 +1,42 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import { createLevelThreadStore, type LevelThreadStore, type LevelThreadStoreOptions } from "../src/index.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  while (cleanups.length > 0) await cleanups.pop()!();
+});
+
+/** A fresh directory under the OS temp dir, removed after the test. */
+export async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "parley-store-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Opens a store on a fresh directory; it is closed (if still open) after the test. */
+export async function openStore(
+  options: Partial<LevelThreadStoreOptions> = {},
+): Promise<{ store: LevelThreadStore; dir: string }> {
+  const dir = options.path ?? (await tempDir());
+  const store = await createLevelThreadStore({ ...options, path: dir });
+  cleanups.push(() => store.close());
+  return { store, dir };
+}
+
+export const bytes = (...values: number[]) => new Uint8Array(values);
+export const text = (value: string) => new TextEncoder().encode(value);
+
+/** A settable clock, so time-dependent behaviour is tested without waiting. */
+export function manualClock(start = 1_700_000_000_000) {
+  let now = start;
+  return {
+    now: () => now,
+    advance(ms: number) {
+      now += ms;
+    },
+  };
+}
