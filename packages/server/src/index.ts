@@ -1,2 +1,37 @@
-// The public API is added by the issue that builds this package.
-export {};
+export { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
+export { createA2APeerAgent } from "./agents/a2a-peer-agent.js";
+export { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agents/agent.js";
+export { createAgents } from "./agents/create-agents.js";
+export { createEchoAgent, type EchoAgentOptions } from "./agents/echo-agent.js";
+export { createOpenAIAgent, type OpenAIAgentOptions } from "./agents/openai-agent.js";
+export {
+  type AgentConfig,
+  configHelp,
+  defaultConfig,
+  loadConfig,
+  type ParleyConfig,
+  type PeerConfig,
+} from "./config.js";
+export {
+  type Caller,
+  Engine,
+  hopsOf,
+  isInterrupted,
+  isTerminal,
+  parleyMetadataKey,
+  type SendOutcome,
+} from "./engine/engine.js";
+export { formatHistory, type HistoryEntry, messageText } from "./engine/history.js";
+export { TaskRun } from "./engine/task-run.js";
+export {
+  a2aErrorDomain,
+  createTypedError,
+  type ErrorReason,
+  errorReasonOf,
+  errorReasons,
+  parleyErrorDomain,
+} from "./errors.js";
+export { createLogger, type Logger } from "./logger.js";
+export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
+export { agentHeader, openModeTenant, supportedA2AVersions } from "./services/caller.js";
+export { threadTargetPrefix } from "./services/target-service.js";

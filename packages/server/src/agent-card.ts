@@ -1,0 +1,82 @@
+import { create } from "@bufbuild/protobuf";
+import { type AgentCard, AgentCardSchema } from "@parley/proto";
+import type { Agent } from "./agents/agent.js";
+import type { ParleyConfig } from "./config.js";
+
+export interface AdvertisedEndpoints {
+  /** The bridge's JSON-RPC URL for this agent, when a bridge serves it. */
+  readonly jsonRpcUrl?: string;
+  /** The h2c listener as host:port (the form A2A's gRPC binding uses: no scheme). */
+  readonly grpcAddress?: string;
+}
+
+/**
+ * The agent card of one hosted agent. The JSON-RPC interface is listed for
+ * A2A 1.0 and 0.3 (the bridge speaks both), gRPC for 1.0. Over gRPC an agent
+ * other than the default is picked with the `parley-agent` request header.
+ */
+export function buildAgentCard(
+  config: ParleyConfig,
+  agent: Agent,
+  endpoints: AdvertisedEndpoints,
+  options: { readonly isDefault: boolean; readonly extended?: boolean },
+): AgentCard {
+  const secured = Object.keys(config.apiKeys).length > 0;
+  const interfaces = [
+    ...(endpoints.jsonRpcUrl
+      ? [
+          { url: endpoints.jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+          { url: endpoints.jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+        ]
+      : []),
+    ...(endpoints.grpcAddress ? [{ url: endpoints.grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0" }] : []),
+  ];
+  return create(AgentCardSchema, {
+    name: options.isDefault ? config.card.name : `${config.card.name}/${agent.name}`,
+    description: `${config.card.description}. Agent "${agent.name}": ${agent.description}.`,
+    supportedInterfaces: interfaces,
+    version: config.card.version,
+    capabilities: {
+      streaming: config.capabilities.streaming,
+      pushNotifications: false,
+      extendedAgentCard: config.capabilities.extendedAgentCard,
+      extensions: config.capabilities.requiredExtensions.map((uri) => ({
+        uri,
+        required: true,
+        description: "Required by this server's configuration",
+      })),
+    },
+    securitySchemes: secured
+      ? {
+          bearer: {
+            scheme: {
+              case: "httpAuthSecurityScheme",
+              value: {
+                scheme: "Bearer",
+                description: "A Parley API key; it selects the tenant",
+                bearerFormat: "opaque",
+              },
+            },
+          },
+        }
+      : {},
+    securityRequirements: secured ? [{ schemes: { bearer: { list: [] } } }] : [],
+    defaultInputModes: ["text/plain"],
+    defaultOutputModes: ["text/plain"],
+    skills: [
+      {
+        id: agent.name,
+        name: agent.name,
+        description: agent.description,
+        tags: ["conversation", "multi-turn"],
+        examples: ["Reuse a contextId to continue a conversation"],
+        ...(options.extended
+          ? {
+              inputModes: ["text/plain"],
+              outputModes: ["text/plain"],
+            }
+          : {}),
+      },
+    ],
+  });
+}

@@ -1,0 +1,94 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { StreamResponse, Task } from "@parley/proto";
+
+/**
+ * The live state of one running task: its current snapshot and the append-only
+ * log of every event it published. Subscribers keep only an index into the
+ * shared log, so a late subscriber replays from the first event and any number
+ * of subscribers cost one log; the log is dropped with the run when it ends.
+ */
+export class TaskRun {
+  readonly events: StreamResponse[] = [];
+  readonly controller = new AbortController();
+  /** Resolves when the run has ended (terminal or interrupted state, or a direct message). */
+  readonly settled: Promise<void>;
+  private settle!: () => void;
+  private changed: Promise<void>;
+  private wake!: () => void;
+  private ended = false;
+
+  constructor(
+    readonly tenant: string,
+    readonly contextId: string,
+    public task: Task,
+    /** The inbound message that started this run, to recognise a retry while it runs. */
+    readonly trigger: { readonly messageId: string; readonly payload: Uint8Array },
+  ) {
+    this.settled = new Promise((resolve) => {
+      this.settle = resolve;
+    });
+    this.changed = this.nextChange();
+  }
+
+  get taskId(): string {
+    return this.task.id;
+  }
+
+  get finished(): boolean {
+    return this.ended;
+  }
+
+  private nextChange(): Promise<void> {
+    return new Promise((resolve) => {
+      this.wake = resolve;
+    });
+  }
+
+  publish(event: StreamResponse): void {
+    if (this.ended) throw new Error(`task ${this.taskId} published an event after it ended`);
+    this.events.push(event);
+    const wake = this.wake;
+    this.changed = this.nextChange();
+    wake();
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.wake();
+    this.settle();
+  }
+
+  /**
+   * Every event from `from` on, then live ones until the run ends. A consumer
+   * that falls more than `maxLag` events behind is cut off with an error
+   * rather than holding the producer or growing memory without bound.
+   */
+  async *follow(from: number, signal: AbortSignal, maxLag: number): AsyncGenerator<StreamResponse> {
+    let next = from;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<never>((_, reject) => {
+      onAbort = () => reject(new ConnectError("subscriber went away", Code.Canceled));
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    });
+    aborted.catch(() => {});
+    try {
+      for (;;) {
+        while (next < this.events.length) {
+          if (this.events.length - next > maxLag) {
+            throw new ConnectError(
+              `subscriber fell ${this.events.length - next} events behind task ${this.taskId} (limit ${maxLag}); resubscribe to catch up`,
+              Code.ResourceExhausted,
+            );
+          }
+          yield this.events[next++]!;
+        }
+        if (this.ended) return;
+        await Promise.race([this.changed, aborted]);
+      }
+    } finally {
+      if (onAbort) signal.removeEventListener("abort", onAbort);
+    }
+  }
+}

@@ -1,0 +1,205 @@
+import { clone, fromBinary } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  type A2AService,
+  type AgentCard,
+  type SendMessageResponse,
+  type StreamResponse,
+  type Task,
+  TaskSchema,
+  TaskState,
+} from "@parley/proto";
+import type { ThreadStore } from "@parley/store";
+import type { ParleyConfig } from "../config.js";
+import { type Engine, isTerminal, storeFailure } from "../engine/engine.js";
+import type { TaskRun } from "../engine/task-run.js";
+import { createTypedError, invalidArgument } from "../errors.js";
+import { callerOf } from "./caller.js";
+
+export interface A2AServiceDeps {
+  readonly engine: Engine;
+  readonly store: ThreadStore;
+  readonly config: ParleyConfig;
+  /** The extended card of an agent, for GetExtendedAgentCard. */
+  readonly extendedCard: (agent: string) => AgentCard;
+}
+
+/** Copies a task with its history cut to the last `length` messages (unset: all; 0: none). */
+function withHistoryLength(task: Task, length: number | undefined): Task {
+  if (length === undefined) return task;
+  if (length < 0) throw invalidArgument(`historyLength must be 0 or more, got ${length}`);
+  const copy = clone(TaskSchema, task);
+  copy.history = length === 0 ? [] : copy.history.slice(-length);
+  return copy;
+}
+
+/** The outcome of a run that has settled, as SendMessage answers it. */
+function settledResponse(run: TaskRun, historyLength: number | undefined): SendMessageResponse["payload"] {
+  const last = run.events[run.events.length - 1];
+  if (last?.payload.case === "message") return { case: "message", value: last.payload.value };
+  return { case: "task", value: withHistoryLength(run.task, historyLength) };
+}
+
+/**
+ * Counts each tenant's open streams so one tenant cannot hold every
+ * connection; the count is returned when the stream ends however it ends.
+ */
+function createStreamCounter(limit: number) {
+  const open = new Map<string, number>();
+  return {
+    acquire(tenant: string): () => void {
+      const count = open.get(tenant) ?? 0;
+      if (count >= limit) {
+        throw createTypedError("LIMIT_EXCEEDED", `tenant has ${count} open streams; the limit is ${limit}`, {
+          limit: "maxOpenStreamsPerTenant",
+        });
+      }
+      open.set(tenant, count + 1);
+      let released = false;
+      return () => {
+        if (released) return;
+        released = true;
+        const now = (open.get(tenant) ?? 1) - 1;
+        if (now === 0) open.delete(tenant);
+        else open.set(tenant, now);
+      };
+    },
+  };
+}
+
+export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A2AService> {
+  const { engine, store, config } = deps;
+  const streams = createStreamCounter(config.limits.maxOpenStreamsPerTenant);
+  const maxLag = config.limits.subscriberBufferEvents;
+
+  const requireStreaming = () => {
+    if (!config.capabilities.streaming) {
+      throw createTypedError(
+        "UNSUPPORTED_OPERATION",
+        "streaming is switched off on this agent (capabilities.streaming)",
+      );
+    }
+  };
+  const requirePush = (): never => {
+    throw createTypedError(
+      "PUSH_NOTIFICATION_NOT_SUPPORTED",
+      "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+    );
+  };
+
+  async function* follow(run: TaskRun, ctx: HandlerContext, ownsRun: boolean): AsyncGenerator<StreamResponse> {
+    const release = streams.acquire(callerOf(ctx).tenant);
+    try {
+      yield* run.follow(0, ctx.signal, maxLag);
+    } finally {
+      release();
+      // The caller that started a streamed task going away ends it, so its context does not stay busy.
+      if (ownsRun && !run.finished && ctx.signal.aborted) engine.abandon(run);
+    }
+  }
+
+  return {
+    async sendMessage(req, ctx) {
+      const outcome = await engine.send(callerOf(ctx), req);
+      const historyLength = req.configuration?.historyLength;
+      if (outcome.kind === "stored")
+        return { payload: { case: "task", value: withHistoryLength(outcome.task, historyLength) } };
+      const { run } = outcome;
+      if (req.configuration?.returnImmediately) {
+        return { payload: { case: "task", value: withHistoryLength(clone(TaskSchema, run.task), historyLength) } };
+      }
+      const onAbort = () => engine.abandon(run);
+      ctx.signal.addEventListener("abort", onAbort, { once: true });
+      try {
+        await run.settled;
+      } finally {
+        ctx.signal.removeEventListener("abort", onAbort);
+      }
+      return { payload: settledResponse(run, historyLength) };
+    },
+
+    async *sendStreamingMessage(req, ctx) {
+      requireStreaming();
+      const outcome = await engine.send(callerOf(ctx), req);
+      if (outcome.kind === "stored") {
+        yield { payload: { case: "task", value: outcome.task } };
+        return;
+      }
+      yield* follow(outcome.run, ctx, !outcome.attached);
+    },
+
+    async getTask(req, ctx) {
+      const task = await engine.getTask(callerOf(ctx).tenant, req.id);
+      if (!task)
+        throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(req.id)} was not found`, { taskId: req.id });
+      return withHistoryLength(task, req.historyLength);
+    },
+
+    async listTasks(req, ctx) {
+      const tenant = callerOf(ctx).tenant;
+      const pageSize = req.pageSize ?? 50;
+      if (pageSize < 1 || pageSize > 100) throw invalidArgument(`pageSize must be between 1 and 100, got ${pageSize}`);
+      const page = await store
+        .listTasks(tenant, {
+          limit: pageSize,
+          ...(req.contextId !== "" ? { contextId: req.contextId } : {}),
+          ...(req.status !== TaskState.UNSPECIFIED ? { state: req.status } : {}),
+          ...(req.statusTimestampAfter ? { updatedAfter: timestampMs(req.statusTimestampAfter) } : {}),
+          ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
+        })
+        .catch((error: unknown) => {
+          throw storeFailure(error);
+        });
+      const tasks = page.tasks.map((record) => {
+        const live = engine.liveRun(tenant, record.taskId);
+        const task = live ? clone(TaskSchema, live.task) : fromBinary(TaskSchema, record.payload);
+        if (!req.includeArtifacts) task.artifacts = [];
+        return withHistoryLength(task, req.historyLength);
+      });
+      return { tasks, nextPageToken: page.nextCursor ?? "", pageSize, totalSize: page.totalSize };
+    },
+
+    async cancelTask(req, ctx) {
+      return engine.cancel(callerOf(ctx).tenant, req.id);
+    },
+
+    async *subscribeToTask(req, ctx) {
+      requireStreaming();
+      const tenant = callerOf(ctx).tenant;
+      const run = engine.liveRun(tenant, req.id);
+      if (run && !run.finished) {
+        yield* follow(run, ctx, false);
+        return;
+      }
+      const task = await engine.getTask(tenant, req.id);
+      if (!task)
+        throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(req.id)} was not found`, { taskId: req.id });
+      const state = task.status?.state ?? TaskState.UNSPECIFIED;
+      if (isTerminal(state)) {
+        throw createTypedError(
+          "UNSUPPORTED_OPERATION",
+          `task ${req.id} is ${TaskState[state]} (terminal); subscribe only works on tasks that are not finished`,
+          { taskId: req.id },
+        );
+      }
+      // A task waiting for input has no running agent: its current state is all there is to send.
+      yield { payload: { case: "task", value: task } };
+    },
+
+    createTaskPushNotificationConfig: requirePush,
+    getTaskPushNotificationConfig: requirePush,
+    listTaskPushNotificationConfigs: requirePush,
+    deleteTaskPushNotificationConfig: requirePush,
+
+    async getExtendedAgentCard(_req, ctx) {
+      if (!config.capabilities.extendedAgentCard) {
+        throw createTypedError(
+          "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+          "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
+        );
+      }
+      return deps.extendedCard(callerOf(ctx).agent);
+    },
+  };
+}

@@ -1,0 +1,97 @@
+import { timingSafeEqual } from "node:crypto";
+import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import { A2AService } from "@parley/proto";
+import type { ParleyConfig } from "../config.js";
+import type { Caller } from "../engine/engine.js";
+import { createTypedError } from "../errors.js";
+
+/** The tenant every caller belongs to in open mode (no API keys configured). */
+export const openModeTenant = "default";
+
+/** Request header that picks one of the hosted agents; absent: the default agent. */
+export const agentHeader = "parley-agent";
+
+/** A2A protocol versions this server speaks; an absent or empty header means 0.3. */
+export const supportedA2AVersions = ["0.3", "1.0"] as const;
+
+const callerKey = createContextKey<Caller | undefined>(undefined, { description: "the authenticated caller" });
+
+/** The caller established by the interceptors; every Parley handler runs behind them. */
+export function callerOf(ctx: HandlerContext): Caller {
+  const caller = ctx.values.get(callerKey);
+  if (!caller) throw new ConnectError("no caller was established for this request", Code.Internal);
+  return caller;
+}
+
+function findTenant(apiKeys: Readonly<Record<string, string>>, token: string): string | undefined {
+  const presented = Buffer.from(token);
+  let found: string | undefined;
+  // Compare against every key in constant time so timing does not reveal a near match.
+  for (const [key, tenant] of Object.entries(apiKeys)) {
+    const candidate = Buffer.from(key);
+    if (candidate.length === presented.length && timingSafeEqual(candidate, presented)) found = tenant;
+  }
+  return found;
+}
+
+/**
+ * Authenticates the caller (bearer API key -> tenant, or open mode), picks the
+ * agent, and for A2A methods checks the protocol version and the extensions
+ * the agent requires.
+ */
+export function createCallerInterceptor(config: ParleyConfig, agentNames: readonly string[]): Interceptor {
+  const openMode = Object.keys(config.apiKeys).length === 0;
+  const defaultAgent = agentNames[0]!;
+  return (next) => async (req) => {
+    let tenant = openModeTenant;
+    if (!openMode) {
+      const header = req.header.get("authorization") ?? "";
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+      if (!match) {
+        throw new ConnectError(
+          header === ""
+            ? "missing credentials: send the header 'authorization: Bearer <API key>'"
+            : "malformed authorization header: expected 'Bearer <API key>'",
+          Code.Unauthenticated,
+        );
+      }
+      const found = findTenant(config.apiKeys, match[1]!);
+      if (found === undefined) throw new ConnectError("unknown API key", Code.Unauthenticated);
+      tenant = found;
+    }
+    const requested = req.header.get(agentHeader)?.trim();
+    const agent = requested ? requested : defaultAgent;
+    if (!agentNames.includes(agent)) {
+      throw new ConnectError(
+        `no agent named ${JSON.stringify(agent)}; this server hosts: ${agentNames.join(", ")}`,
+        Code.NotFound,
+      );
+    }
+    if (req.service.typeName === A2AService.typeName) {
+      const version = req.header.get("a2a-version")?.trim() || "0.3";
+      if (!(supportedA2AVersions as readonly string[]).includes(version)) {
+        throw createTypedError(
+          "VERSION_NOT_SUPPORTED",
+          `A2A protocol version ${JSON.stringify(version)} is not supported; supported versions: ${supportedA2AVersions.join(", ")}`,
+          { requested: version, supported: supportedA2AVersions.join(",") },
+        );
+      }
+      const declared = new Set(
+        (req.header.get("a2a-extensions") ?? "")
+          .split(",")
+          .map((s) => s.trim())
+          .filter(Boolean),
+      );
+      const missing = config.capabilities.requiredExtensions.filter((uri) => !declared.has(uri));
+      if (missing.length > 0) {
+        throw createTypedError(
+          "EXTENSION_SUPPORT_REQUIRED",
+          `this agent requires the extension(s) ${missing.join(", ")}; declare them in the A2A-Extensions header`,
+          { extensions: missing.join(",") },
+        );
+      }
+    }
+    req.contextValues.set(callerKey, { tenant, agent });
+    return next(req);
+  };
+}

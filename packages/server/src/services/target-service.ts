@@ -1,0 +1,47 @@
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { TargetKind, type TargetService } from "@parley/proto";
+import type { ThreadStore } from "@parley/store";
+import type { Agent } from "../agents/agent.js";
+import type { PeerConfig } from "../config.js";
+import { storeFailure } from "../engine/engine.js";
+import { invalidArgument } from "../errors.js";
+import { callerOf } from "./caller.js";
+
+/** The prefix of server-generated contextIds, which makes a thread addressable as a target. */
+export const threadTargetPrefix = "ctx-";
+
+export function createTargetServiceImpl(deps: {
+  store: ThreadStore;
+  agents: readonly Agent[];
+  peers: readonly PeerConfig[];
+}): ServiceImpl<typeof TargetService> {
+  return {
+    async listTargets(req, ctx) {
+      const limit = req.threadLimit === 0 ? 20 : req.threadLimit;
+      if (limit < 0 || limit > 100) throw invalidArgument(`threadLimit must be between 1 and 100, got ${limit}`);
+      const page = await deps.store.listThreads(callerOf(ctx).tenant, { limit }).catch((error: unknown) => {
+        throw storeFailure(error);
+      });
+      return {
+        targets: [
+          ...deps.agents.map((a) => ({ kind: TargetKind.AGENT, ref: a.name, description: a.description })),
+          ...deps.peers.map((p) => ({
+            kind: TargetKind.PEER,
+            ref: `a2a:${p.name}`,
+            description: p.description ?? `A2A peer over ${p.protocol}`,
+            url: p.url,
+          })),
+          ...page.threads
+            .filter((t) => t.contextId.startsWith(threadTargetPrefix))
+            .map((t) => ({
+              kind: TargetKind.THREAD,
+              ref: t.contextId,
+              description: `${t.messageCount} messages`,
+              updateTime: timestampFromMs(t.updatedAt),
+            })),
+        ],
+      };
+    },
+  };
+}

@@ -1,0 +1,116 @@
+import { create, fromBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  HistoryOrder,
+  MessageSchema,
+  Provenance,
+  type Thread,
+  ThreadMessageSchema,
+  ThreadSchema,
+  type ThreadService,
+} from "@parley/proto";
+import type { StoredMessage, ThreadMeta, ThreadStore } from "@parley/store";
+import { type Engine, storeFailure } from "../engine/engine.js";
+import { createTypedError, invalidArgument } from "../errors.js";
+import { callerOf } from "./caller.js";
+
+const provenances = {
+  user: Provenance.USER,
+  agent: Provenance.AGENT,
+  "inter-session": Provenance.INTER_SESSION,
+} as const;
+
+export function threadFromMeta(meta: ThreadMeta): Thread {
+  return create(ThreadSchema, {
+    contextId: meta.contextId,
+    messageCount: BigInt(meta.messageCount),
+    lastSequence: BigInt(meta.lastSequence),
+    createTime: timestampFromMs(meta.createdAt),
+    updateTime: timestampFromMs(meta.updatedAt),
+  });
+}
+
+function threadMessage(contextId: string, stored: StoredMessage) {
+  const message = fromBinary(MessageSchema, stored.payload);
+  message.contextId = contextId;
+  if (stored.taskId !== undefined) message.taskId = stored.taskId;
+  return create(ThreadMessageSchema, {
+    sequence: BigInt(stored.sequence),
+    message,
+    createTime: timestampFromMs(stored.createdAt),
+    provenance: provenances[stored.provenance],
+  });
+}
+
+function pageSizeOf(requested: number, fallback: number, max: number): number {
+  if (requested === 0) return fallback;
+  if (requested < 0 || requested > max)
+    throw invalidArgument(`pageSize must be between 1 and ${max}, got ${requested}`);
+  return requested;
+}
+
+function requireContextId(contextId: string): string {
+  if (contextId === "") throw invalidArgument("contextId is required");
+  return contextId;
+}
+
+async function guarded<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw storeFailure(error);
+  }
+}
+
+export function createThreadServiceImpl(deps: {
+  store: ThreadStore;
+  engine: Engine;
+}): ServiceImpl<typeof ThreadService> {
+  const { store, engine } = deps;
+  return {
+    async listThreads(req, ctx) {
+      const tenant = callerOf(ctx).tenant;
+      const page = await guarded(
+        store.listThreads(tenant, {
+          limit: pageSizeOf(req.pageSize, 20, 100),
+          ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
+        }),
+      );
+      return { threads: page.threads.map(threadFromMeta), nextPageToken: page.nextCursor ?? "" };
+    },
+
+    async getThreadHistory(req, ctx) {
+      const key = { tenant: callerOf(ctx).tenant, contextId: requireContextId(req.contextId) };
+      const meta = await guarded(store.getThread(key));
+      if (!meta)
+        throw new ConnectError(`no conversation with contextId ${JSON.stringify(req.contextId)}`, Code.NotFound);
+      const page = await guarded(
+        store.readMessages(key, {
+          order: req.order === HistoryOrder.OLDEST_FIRST ? "oldest-first" : "newest-first",
+          limit: pageSizeOf(req.pageSize, 50, 500),
+          ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
+        }),
+      );
+      return {
+        thread: threadFromMeta(meta),
+        messages: page.messages.map((m) => threadMessage(meta.contextId, m)),
+        nextPageToken: page.nextCursor ?? "",
+      };
+    },
+
+    async deleteThread(req, ctx) {
+      const key = { tenant: callerOf(ctx).tenant, contextId: requireContextId(req.contextId) };
+      const running = engine.busyRun(key.tenant, key.contextId);
+      if (running) {
+        throw createTypedError(
+          "CONTEXT_BUSY",
+          `cannot delete ${JSON.stringify(key.contextId)} while task ${running.taskId} runs in it; cancel it first`,
+          { taskId: running.taskId, contextId: key.contextId },
+        );
+      }
+      const result = await guarded(store.deleteThread(key));
+      return { deleted: result.deleted, deletedMessageCount: BigInt(result.messageCount) };
+    },
+  };
+}

@@ -1,0 +1,119 @@
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { type Task, TaskState } from "@parley/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { messageText } from "../src/index.js";
+import { startTestServer, type TestServer, userMessage } from "./harness.js";
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve) => {
+    let body = "";
+    req.on("data", (c) => {
+      body += c;
+    });
+    req.on("end", () => resolve(body));
+  });
+}
+
+/** A local server that speaks the OpenAI chat-completions streaming protocol. */
+async function startChatCompletions(): Promise<{ url: string; requests: unknown[]; server: Server }> {
+  const requests: unknown[] = [];
+  const server = createServer(async (req, res) => {
+    const body = JSON.parse(await readBody(req)) as { messages: { role: string; content: string }[]; model: string };
+    requests.push({ headers: req.headers, body });
+    if (body.model === "broken") {
+      res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ error: { message: "model exploded" } }));
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    const user = body.messages.find((m) => m.role === "user")!.content;
+    const words = `You said: ${user.split("\n").pop()}`.split(" ");
+    for (const [i, word] of words.entries()) {
+      const delta = { choices: [{ index: 0, delta: { content: i === 0 ? word : ` ${word}` } }] };
+      res.write(`data: ${JSON.stringify(delta)}\n\n`);
+    }
+    res.end("data: [DONE]\n\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, requests, server };
+}
+
+describe("the openai agent", () => {
+  let model: Awaited<ReturnType<typeof startChatCompletions>>;
+  let server: TestServer;
+  beforeAll(async () => {
+    model = await startChatCompletions();
+    server = await startTestServer({
+      agents: [
+        { name: "gpt", type: "openai", options: { baseUrl: model.url, model: "test-model", apiKey: "sk-test" } },
+        { name: "broken", type: "openai", options: { baseUrl: model.url, model: "broken" } },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await server.close();
+    model.server.close();
+  });
+
+  it("streams the model's reply and sends it the framed history", async () => {
+    const client = server.a2a("grpc");
+    await client.sendMessage({ message: userMessage("first turn", { contextId: "oa" }) });
+    const res = await client.sendMessage({ message: userMessage("second turn", { contextId: "oa" }) });
+    const task = res.payload.value as Task;
+    expect(task.status?.state).toBe(TaskState.COMPLETED);
+    expect(task.artifacts.map((a) => messageText(a)).join("")).toBe("You said: second turn");
+    const last = model.requests[model.requests.length - 1] as {
+      headers: Record<string, string>;
+      body: { model: string; stream: boolean; messages: { role: string; content: string }[] };
+    };
+    expect(last.headers.authorization).toBe("Bearer sk-test");
+    expect(last.body.stream).toBe(true);
+    const content = last.body.messages.find((m) => m.role === "user")!.content;
+    expect(content).toMatch(
+      /<<<PARLEY_HISTORY \w+>>>[\s\S]*user: first turn[\s\S]*<<<END_PARLEY_HISTORY \w+>>>\n\nsecond turn$/,
+    );
+  });
+
+  it("ends the task FAILED with the endpoint's error, and the server keeps serving", async () => {
+    const res = await server.a2a("grpc", { "parley-agent": "broken" }).sendMessage({ message: userMessage("hi") });
+    const task = res.payload.value as Task;
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(messageText(task.status!.message!)).toMatch(/HTTP 500.*model exploded/);
+    const ok = await server.a2a("grpc").sendMessage({ message: userMessage("still there?") });
+    expect((ok.payload.value as Task).status?.state).toBe(TaskState.COMPLETED);
+  });
+
+  it("refuses an unknown agent name with the list of hosted agents", async () => {
+    await expect(
+      server.a2a("grpc", { "parley-agent": "nope" }).sendMessage({ message: userMessage("x") }),
+    ).rejects.toThrow(/no agent named "nope"; this server hosts: gpt, broken/);
+  });
+});
+
+describe("the a2a peer agent", () => {
+  let remote: TestServer;
+  let local: TestServer;
+  beforeAll(async () => {
+    remote = await startTestServer();
+    local = await startTestServer({
+      peers: [{ name: "remote", url: remote.baseUrl, protocol: "grpc" }],
+      agents: [{ name: "relay", type: "a2a", options: { peer: "remote" } }],
+    });
+  });
+  afterAll(async () => {
+    await local.close();
+    await remote.close();
+  });
+
+  it("forwards each turn to the remote agent under the same contextId", async () => {
+    const client = local.a2a("grpc");
+    await client.sendMessage({ message: userMessage("alpha", { contextId: "relay-ctx" }) });
+    const res = await client.sendMessage({ message: userMessage("beta", { contextId: "relay-ctx" }) });
+    const text = (res.payload.value as Task).artifacts.map((a) => messageText(a)).join("");
+    // The remote kept its own thread under the same contextId and framed it itself.
+    expect(text).toMatch(/user: alpha[\s\S]*\n\nbeta$/);
+    const remoteThread = await remote.threads().getThreadHistory({ contextId: "relay-ctx" });
+    expect(remoteThread.thread?.messageCount).toBe(4n);
+  });
+});

@@ -1,0 +1,93 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  createGrpcWebTransport,
+  Http2SessionManager,
+} from "@connectrpc/connect-node";
+import { A2AService, TargetService, ThreadService } from "@parley/proto";
+import { type CreateParleyOptions, createParley, loadConfig, type Parley, type ParleyConfig } from "../src/index.js";
+
+export interface TestServer {
+  readonly parley: Parley;
+  readonly baseUrl: string;
+  readonly address: string;
+  readonly dataDir: string;
+  transport(protocol?: "grpc" | "connect" | "grpc-web", headers?: Record<string, string>): Transport;
+  a2a(protocol?: "grpc" | "connect" | "grpc-web", headers?: Record<string, string>): Client<typeof A2AService>;
+  threads(headers?: Record<string, string>): Client<typeof ThreadService>;
+  targets(headers?: Record<string, string>): Client<typeof TargetService>;
+  close(): Promise<void>;
+}
+
+type Overrides = {
+  [K in keyof ParleyConfig]?: ParleyConfig[K] extends object ? Partial<ParleyConfig[K]> : ParleyConfig[K];
+};
+
+/** A real Parley on a loopback h2c port with its own LevelDB directory. */
+export async function startTestServer(
+  overrides: Overrides = {},
+  options: CreateParleyOptions & { dataDir?: string; keepData?: boolean } = {},
+): Promise<TestServer> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "parley-server-"));
+  const base = loadConfig({ argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "silent"], env: {} });
+  const config = { ...base } as Record<string, unknown>;
+  for (const [k, v] of Object.entries(overrides)) {
+    const current = config[k];
+    config[k] =
+      current &&
+      typeof current === "object" &&
+      !Array.isArray(current) &&
+      v &&
+      typeof v === "object" &&
+      !Array.isArray(v)
+        ? { ...current, ...v }
+        : v;
+  }
+  const parley = await createParley(config as unknown as ParleyConfig, options);
+  const { address } = await parley.listen();
+  const baseUrl = `http://${address}`;
+  const managers: Http2SessionManager[] = [];
+  const transport = (protocol: "grpc" | "connect" | "grpc-web" = "grpc", headers: Record<string, string> = {}) => {
+    const sessionManager = new Http2SessionManager(baseUrl);
+    managers.push(sessionManager);
+    const interceptors = [
+      (next: Parameters<import("@connectrpc/connect").Interceptor>[0]) => async (req: Parameters<typeof next>[0]) => {
+        for (const [k, v] of Object.entries(headers)) req.header.set(k, v);
+        return next(req);
+      },
+    ];
+    const common = { baseUrl, sessionManager, interceptors };
+    if (protocol === "grpc") return createGrpcTransport(common);
+    if (protocol === "grpc-web") return createGrpcWebTransport({ ...common, httpVersion: "2" });
+    return createConnectTransport({ ...common, httpVersion: "2" });
+  };
+  return {
+    parley,
+    baseUrl,
+    address,
+    dataDir,
+    transport,
+    a2a: (protocol, headers) => createClient(A2AService, transport(protocol, headers)),
+    threads: (headers) => createClient(ThreadService, transport("connect", headers)),
+    targets: (headers) => createClient(TargetService, transport("connect", headers)),
+    async close() {
+      for (const m of managers) m.abort();
+      await parley.close();
+      if (!options.keepData) rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function userMessage(text: string, extra: { contextId?: string; taskId?: string; messageId?: string } = {}) {
+  return {
+    messageId: extra.messageId ?? crypto.randomUUID(),
+    role: 1,
+    parts: [{ content: { case: "text" as const, value: text } }],
+    ...(extra.contextId ? { contextId: extra.contextId } : {}),
+    ...(extra.taskId ? { taskId: extra.taskId } : {}),
+  };
+}
