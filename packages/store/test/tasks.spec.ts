@@ -1,0 +1,146 @@
+import { describe, expect, it } from "vitest";
+import type { TaskRecord } from "../src/index.js";
+import { bytes, openStore, text } from "./helpers.js";
+
+// lf.a2a.v1.TaskState: 1 SUBMITTED, 2 WORKING, 3 COMPLETED, 4 FAILED, 5 CANCELED, 6 INPUT_REQUIRED, 7 REJECTED.
+const task = (taskId: string, over: Partial<TaskRecord> = {}): TaskRecord => ({
+  tenant: "acme",
+  taskId,
+  contextId: "ctx",
+  state: 2,
+  updatedAt: 1000,
+  payload: text(taskId),
+  ...over,
+});
+
+describe("tasks", () => {
+  it("upserts, reads back byte-exact and moves index entries on update", async () => {
+    const { store } = await openStore();
+    await store.putTask(task("t1", { payload: bytes(0, 1, 2, 255) }));
+    expect(await store.getTask("acme", "t1")).toEqual(task("t1", { payload: bytes(0, 1, 2, 255) }));
+    expect(await store.getTask("other", "t1")).toBeUndefined();
+
+    await store.putTask(task("t1", { state: 3, updatedAt: 2000, contextId: "ctx-b" }));
+    const all = await store.listTasks("acme", { limit: 10 });
+    expect(all.totalSize).toBe(1);
+    expect(all.tasks.map((t) => [t.taskId, t.state, t.contextId])).toEqual([["t1", 3, "ctx-b"]]);
+    expect((await store.listTasks("acme", { limit: 10, contextId: "ctx" })).totalSize).toBe(0);
+    expect((await store.listTasks("acme", { limit: 10, contextId: "ctx-b" })).totalSize).toBe(1);
+    expect((await store.listTasks("acme", { limit: 10, state: 2 })).totalSize).toBe(0);
+    expect(await store.listUnfinishedTasks()).toEqual([]);
+  });
+
+  it("lists newest first with filters, paging and a total", async () => {
+    const { store } = await openStore();
+    for (let i = 0; i < 10; i++) {
+      await store.putTask(
+        task(`t${i}`, { updatedAt: 1000 + i * 10, state: i % 2 === 0 ? 2 : 3, contextId: i < 6 ? "ctx" : "ctx-2" }),
+      );
+    }
+    await store.putTask(task("foreign", { tenant: "other", updatedAt: 5000 }));
+
+    const ids = async (query: Parameters<typeof store.listTasks>[1]) => {
+      const out: string[] = [];
+      let total = -1;
+      let cursor: string | undefined;
+      do {
+        const page = await store.listTasks("acme", { ...query, ...(cursor ? { cursor } : {}) });
+        expect(page.tasks.length).toBeLessThanOrEqual(query.limit);
+        if (total >= 0) expect(page.totalSize).toBe(total);
+        total = page.totalSize;
+        out.push(...page.tasks.map((t) => t.taskId));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(out.length).toBe(total);
+      return out;
+    };
+    expect(await ids({ limit: 3 })).toEqual(["t9", "t8", "t7", "t6", "t5", "t4", "t3", "t2", "t1", "t0"]);
+    expect(await ids({ limit: 2, state: 2 })).toEqual(["t8", "t6", "t4", "t2", "t0"]);
+    expect(await ids({ limit: 2, contextId: "ctx-2" })).toEqual(["t9", "t8", "t7", "t6"]);
+    expect(await ids({ limit: 2, updatedAfter: 1050 })).toEqual(["t9", "t8", "t7", "t6", "t5"]);
+    expect(await ids({ limit: 4, updatedAfter: 1045, state: 3, contextId: "ctx" })).toEqual(["t5"]);
+
+    const first = await store.listTasks("acme", { limit: 2, state: 2 });
+    await expect(store.listTasks("acme", { limit: 2, state: 3, cursor: first.nextCursor! })).rejects.toMatchObject({
+      code: "INVALID_CURSOR",
+    });
+    await expect(store.listTasks("acme", { limit: 2, cursor: "bm9wZQ" })).rejects.toMatchObject({
+      code: "INVALID_CURSOR",
+    });
+  });
+
+  it("orders tasks with equal updatedAt by taskId", async () => {
+    const { store } = await openStore();
+    for (const id of ["b", "a", "c"]) await store.putTask(task(id));
+    expect((await store.listTasks("acme", { limit: 10 })).tasks.map((t) => t.taskId)).toEqual(["a", "b", "c"]);
+  });
+
+  it("tracks unfinished tasks across tenants", async () => {
+    const { store } = await openStore();
+    await store.putTask(task("w", { state: 2 }));
+    await store.putTask(task("i", { state: 6, tenant: "other" }));
+    await store.putTask(task("done", { state: 3 }));
+    await store.putTask(task("rejected", { state: 7 }));
+    const unfinished = async () => (await store.listUnfinishedTasks()).map((t) => `${t.tenant}/${t.taskId}`).sort();
+    expect(await unfinished()).toEqual(["acme/w", "other/i"]);
+    await store.putTask(task("w", { state: 4, updatedAt: 2000 }));
+    await store.putTask(task("done", { state: 1, updatedAt: 2000 }));
+    expect(await unfinished()).toEqual(["acme/done", "other/i"]);
+  });
+
+  it("upserts a task in the same batch as an append, and not on a retry", async () => {
+    const { store } = await openStore();
+    const key = { tenant: "acme", contextId: "ctx" };
+    const input = { messageId: "m1", provenance: "user" as const, taskId: "t1", payload: text("hi") };
+    await store.append(key, input, task("t1", { state: 1 }));
+    expect((await store.getTask("acme", "t1"))?.state).toBe(1);
+    const retry = await store.append(key, input, task("t1", { state: 2, updatedAt: 3000 }));
+    expect(retry.duplicate).toBe(true);
+    expect((await store.getTask("acme", "t1"))?.state).toBe(1);
+    await expect(
+      store.append(key, { ...input, messageId: "m2" }, task("t1", { contextId: "elsewhere" })),
+    ).rejects.toThrow(/contextId/);
+    expect((await store.getThread(key))?.messageCount).toBe(1);
+  });
+
+  it("keeps task records when their thread is deleted", async () => {
+    const { store } = await openStore();
+    const key = { tenant: "acme", contextId: "ctx" };
+    await store.append(key, { messageId: "m1", provenance: "user", payload: text("x") }, task("t1"));
+    await store.deleteThread(key);
+    expect((await store.getTask("acme", "t1"))?.taskId).toBe("t1");
+    expect((await store.listTasks("acme", { limit: 5, contextId: "ctx" })).totalSize).toBe(1);
+  });
+});
+
+describe("push configs", () => {
+  it("puts, gets, lists in pages and deletes", async () => {
+    const { store } = await openStore();
+    const cfg = (configId: string, taskId = "t1") => ({ tenant: "acme", taskId, configId, payload: text(configId) });
+    for (let i = 0; i < 5; i++) await store.putPushConfig(cfg(`c${i}`));
+    await store.putPushConfig(cfg("c0", "t2"));
+    await store.putPushConfig({ ...cfg("c1"), payload: bytes(9) });
+    expect(await store.getPushConfig("acme", "t1", "c1")).toEqual({ ...cfg("c1"), payload: bytes(9) });
+    expect(await store.getPushConfig("acme", "t3", "c1")).toBeUndefined();
+
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await store.listPushConfigs("acme", "t1", { limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(page.configs.length).toBeLessThanOrEqual(2);
+      seen.push(...page.configs.map((c) => c.configId));
+      cursor = page.nextCursor;
+    } while (cursor);
+    expect(seen.sort()).toEqual(["c0", "c1", "c2", "c3", "c4"]);
+    const page = await store.listPushConfigs("acme", "t1", { limit: 2 });
+    await expect(store.listPushConfigs("acme", "t2", { limit: 2, cursor: page.nextCursor! })).rejects.toMatchObject({
+      code: "INVALID_CURSOR",
+    });
+
+    expect(await store.deletePushConfig("acme", "t1", "c1")).toBe(true);
+    expect(await store.deletePushConfig("acme", "t1", "c1")).toBe(false);
+    expect(await store.getPushConfig("acme", "t1", "c1")).toBeUndefined();
+    expect((await store.listPushConfigs("acme", "t1", { limit: 10 })).configs).toHaveLength(4);
+    expect((await store.listPushConfigs("acme", "t2", { limit: 10 })).configs.map((c) => c.configId)).toEqual(["c0"]);
+  });
+});
