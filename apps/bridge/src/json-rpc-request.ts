@@ -1,0 +1,129 @@
+import type { IncomingMessage } from "node:http";
+import { z } from "zod";
+import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import { describeType } from "./methods.js";
+
+export type JsonRpcId = string | number | null;
+
+export interface JsonRpcEnvelope {
+  readonly id: JsonRpcId;
+  readonly method: string;
+  readonly params: unknown;
+}
+
+/** Reads the body up to `maxBytes`; more is refused with 413 before it is buffered. */
+export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"]);
+  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes, declared);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) {
+      // Stop reading so a huge body cannot fill memory; the socket is dropped after the 413 is sent.
+      req.pause();
+      throw tooLarge(maxBytes);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks, size);
+}
+
+function tooLarge(maxBytes: number, declared?: number): JsonRpcError {
+  const got = declared === undefined ? "more" : `${declared} bytes`;
+  return new JsonRpcError(
+    JsonRpcCode.InvalidRequest,
+    `request body too large: ${got}, the limit is ${maxBytes} bytes`,
+    {
+      httpStatus: 413,
+      headers: { Connection: "close" },
+    },
+  );
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Decodes and parses the body. Nesting is measured on the raw text first so a
+ * hostile document is refused before JSON.parse builds it.
+ */
+export function parseJsonBody(body: Buffer, maxDepth: number): unknown {
+  let text: string;
+  try {
+    text = utf8.decode(body);
+  } catch {
+    throw new JsonRpcError(JsonRpcCode.ParseError, "parse error: the request body is not valid UTF-8");
+  }
+  const depth = jsonDepth(text);
+  if (depth > maxDepth) {
+    throw new JsonRpcError(
+      JsonRpcCode.InvalidRequest,
+      `invalid request: JSON nesting depth ${depth} exceeds the limit of ${maxDepth}`,
+    );
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new JsonRpcError(JsonRpcCode.ParseError, `parse error: ${(error as Error).message}`);
+  }
+}
+
+/** The deepest bracket nesting outside string literals. */
+export function jsonDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b || c === 0x5b) {
+      depth++;
+      if (depth > max) max = depth;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth--;
+    }
+  }
+  return max;
+}
+
+const envelopeSchema = z.object({
+  jsonrpc: z.literal("2.0", { error: 'jsonrpc must be exactly "2.0"' }),
+  method: z.string({ error: "method must be a string" }).min(1, { error: "method must not be empty" }),
+  id: z.union([z.string(), z.number(), z.null()], { error: "id must be a string, a number or null" }),
+  params: z.unknown().optional(),
+});
+
+/** The id to answer with even when the rest of the envelope is wrong, as JSON-RPC asks. */
+export function salvageId(value: unknown): JsonRpcId {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return null;
+  const id = (value as Record<string, unknown>).id;
+  return typeof id === "string" || typeof id === "number" ? id : null;
+}
+
+export function parseEnvelope(value: unknown): JsonRpcEnvelope {
+  if (Array.isArray(value)) {
+    throw new JsonRpcError(JsonRpcCode.InvalidRequest, "invalid request: batch requests are not supported");
+  }
+  if (value === null || typeof value !== "object") {
+    throw new JsonRpcError(
+      JsonRpcCode.InvalidRequest,
+      `invalid request: the body must be a JSON-RPC request object, got ${describeType(value)}`,
+    );
+  }
+  if (!("id" in value)) {
+    throw new JsonRpcError(
+      JsonRpcCode.InvalidRequest,
+      "invalid request: id is missing; notifications are not supported because every A2A method has a result",
+    );
+  }
+  const parsed = envelopeSchema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new JsonRpcError(JsonRpcCode.InvalidRequest, `invalid request: ${issue?.message ?? "malformed envelope"}`);
+  }
+  return { id: parsed.data.id, method: parsed.data.method, params: parsed.data.params };
+}

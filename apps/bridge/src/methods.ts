@@ -1,0 +1,213 @@
+import {
+  type DescMessage,
+  type DescMethodStreaming,
+  type DescMethodUnary,
+  fromJson,
+  type JsonValue,
+  type Message,
+  toJson,
+} from "@bufbuild/protobuf";
+import type { Transport } from "@connectrpc/connect";
+import { A2AService } from "@parley/proto";
+import type { z } from "zod";
+import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import * as v03 from "./v03-mapping.js";
+
+export type ProtocolVersion = "0.3" | "1.0";
+export const supportedVersions: readonly ProtocolVersion[] = ["0.3", "1.0"];
+
+/** One JSON-RPC method: how its params become an upstream request and its answers become results. */
+export interface MethodSpec {
+  readonly name: string;
+  readonly version: ProtocolVersion;
+  readonly streaming: boolean;
+  /** Validates params and builds the upstream request; throws JsonRpcError -32602 naming the bad field. */
+  parse(params: unknown): Message;
+  /** Sends the request upstream: one result for unary methods, an event stream otherwise. */
+  call(
+    transport: Transport,
+    input: Message,
+    signal: AbortSignal,
+    headers: Headers,
+  ): Promise<Message> | Promise<AsyncIterable<Message>>;
+  render(output: Message): JsonValue;
+}
+
+type AnyUnary = DescMethodUnary<DescMessage, DescMessage>;
+type AnyStreaming = DescMethodStreaming<DescMessage, DescMessage>;
+
+async function callUnary(
+  method: AnyUnary,
+  transport: Transport,
+  input: Message,
+  signal: AbortSignal,
+  headers: Headers,
+) {
+  const response = await transport.unary(method, signal, undefined, headers, input);
+  return response.message;
+}
+
+async function callStream(
+  method: AnyStreaming,
+  transport: Transport,
+  input: Message,
+  signal: AbortSignal,
+  headers: Headers,
+): Promise<AsyncIterable<Message>> {
+  async function* once() {
+    yield input;
+  }
+  const response = await transport.stream(method, signal, undefined, headers, once());
+  return response.message;
+}
+
+function invalidParams(method: string, detail: string): JsonRpcError {
+  return new JsonRpcError(JsonRpcCode.InvalidParams, `invalid params for ${method}: ${detail}`);
+}
+
+function describeZodError(error: z.ZodError): string {
+  const issue = error.issues[0];
+  if (!issue) return "params do not match the expected shape";
+  const path = issue.path.length > 0 ? issue.path.map(String).join(".") : "params";
+  return `${path}: ${issue.message}`;
+}
+
+function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
+  const streaming = method.methodKind === "server_streaming";
+  return {
+    name: method.name,
+    version: "1.0",
+    streaming,
+    parse(params) {
+      if (params !== undefined && params !== null && (typeof params !== "object" || Array.isArray(params))) {
+        throw invalidParams(method.name, `params must be a JSON object (by-name), got ${describeType(params)}`);
+      }
+      try {
+        return fromJson(method.input, (params ?? {}) as JsonValue);
+      } catch (error) {
+        throw invalidParams(method.name, (error as Error).message);
+      }
+    },
+    call: streaming
+      ? (t, i, s, h) => callStream(method as AnyStreaming, t, i, s, h)
+      : (t, i, s, h) => callUnary(method as AnyUnary, t, i, s, h),
+    render: (output) => toJson(method.output, output),
+  };
+}
+
+function v03Method<S extends z.ZodType>(
+  name: string,
+  schema: S,
+  upstream: AnyUnary | AnyStreaming,
+  toRequest: (params: z.infer<S>) => Message,
+  render: (output: never) => JsonValue,
+): MethodSpec {
+  const streaming = upstream.methodKind === "server_streaming";
+  return {
+    name,
+    version: "0.3",
+    streaming,
+    parse(params) {
+      if (Array.isArray(params)) {
+        throw invalidParams(name, "params must be a JSON object (by-name), got an array");
+      }
+      const parsed = schema.safeParse(params);
+      if (!parsed.success) throw invalidParams(name, describeZodError(parsed.error));
+      return toRequest(parsed.data);
+    },
+    call: streaming
+      ? (t, i, s, h) => callStream(upstream as AnyStreaming, t, i, s, h)
+      : (t, i, s, h) => callUnary(upstream as AnyUnary, t, i, s, h),
+    render: render as (output: Message) => JsonValue,
+  };
+}
+
+export function describeType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value;
+}
+
+const m = A2AService.method;
+
+const v03Methods: MethodSpec[] = [
+  v03Method("message/send", v03.v03Params.messageSend, m.sendMessage, v03.sendParamsToV1, v03.sendResponseToV03),
+  v03Method(
+    "message/stream",
+    v03.v03Params.messageSend,
+    m.sendStreamingMessage,
+    v03.sendParamsToV1,
+    v03.streamResponseToV03,
+  ),
+  v03Method("tasks/get", v03.v03Params.taskQuery, m.getTask, v03.taskQueryToV1, v03.taskToV03),
+  v03Method("tasks/cancel", v03.v03Params.taskId, m.cancelTask, v03.cancelParamsToV1, v03.taskToV03),
+  v03Method(
+    "tasks/resubscribe",
+    v03.v03Params.taskId,
+    m.subscribeToTask,
+    v03.resubscribeParamsToV1,
+    v03.streamResponseToV03,
+  ),
+  v03Method(
+    "tasks/pushNotificationConfig/set",
+    v03.v03Params.taskPushConfig,
+    m.createTaskPushNotificationConfig,
+    v03.setPushConfigToV1,
+    v03.pushConfigToV03,
+  ),
+  v03Method(
+    "tasks/pushNotificationConfig/get",
+    v03.v03Params.getPushConfig,
+    m.getTaskPushNotificationConfig,
+    v03.getPushConfigToV1,
+    v03.pushConfigToV03,
+  ),
+  v03Method(
+    "tasks/pushNotificationConfig/list",
+    v03.v03Params.taskId,
+    m.listTaskPushNotificationConfigs,
+    v03.listPushConfigsToV1,
+    v03.pushConfigListToV03,
+  ),
+  v03Method(
+    "tasks/pushNotificationConfig/delete",
+    v03.v03Params.deletePushConfig,
+    m.deleteTaskPushNotificationConfig,
+    v03.deletePushConfigToV1,
+    () => null,
+  ),
+  v03Method(
+    "agent/getAuthenticatedExtendedCard",
+    v03.v03Params.none,
+    m.getExtendedAgentCard,
+    v03.extendedCardRequestToV1,
+    v03.agentCardToV03,
+  ),
+];
+
+const byVersion: Readonly<Record<ProtocolVersion, ReadonlyMap<string, MethodSpec>>> = {
+  "1.0": new Map(A2AService.methods.map((d) => [d.name, v1Method(d as AnyUnary | AnyStreaming)])),
+  "0.3": new Map(v03Methods.map((s) => [s.name, s])),
+};
+
+/**
+ * Finds a method for the negotiated version. A name that only exists in the
+ * other version gets an answer saying which header to send, because that
+ * mix-up (a 1.0 client forgetting A2A-Version) is the common one.
+ */
+export function findMethod(version: ProtocolVersion, name: string): MethodSpec {
+  const spec = byVersion[version].get(name);
+  if (spec) return spec;
+  const other: ProtocolVersion = version === "1.0" ? "0.3" : "1.0";
+  if (byVersion[other].has(name)) {
+    throw new JsonRpcError(
+      JsonRpcCode.MethodNotFound,
+      `method ${JSON.stringify(name)} belongs to A2A ${other}, but this request was read as A2A ${version}; ` +
+        `send the header "A2A-Version: ${other}"`,
+    );
+  }
+  throw new JsonRpcError(
+    JsonRpcCode.MethodNotFound,
+    `method ${JSON.stringify(name)} does not exist in A2A ${version}; known methods: ${[...byVersion[version].keys()].join(", ")}`,
+  );
+}

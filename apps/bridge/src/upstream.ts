@@ -1,0 +1,87 @@
+import { create } from "@bufbuild/protobuf";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import {
+  A2AService,
+  type AgentCard,
+  AgentCardSchema,
+  AgentInterfaceSchema,
+  TargetKind,
+  TargetService,
+} from "@parley/proto";
+import type { CardSource } from "./bridge.js";
+
+export interface RemoteUpstream {
+  readonly transport: Transport;
+  /** Agent names and cards, read from the remote server. */
+  readonly cards: CardSource;
+}
+
+/**
+ * A Parley server in another process. HTTP/2 keeps one connection for every
+ * call; pings keep long SSE-backed streams alive through idle-timeout proxies.
+ */
+export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?: number } = {}): RemoteUpstream {
+  let parsed: URL;
+  try {
+    parsed = new URL(baseUrl);
+  } catch {
+    throw new Error(`--upstream must be a URL such as http://127.0.0.1:8081, got ${JSON.stringify(baseUrl)}`);
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    throw new Error(`--upstream must use http or https, got ${JSON.stringify(parsed.protocol)}`);
+  }
+  const transport = createConnectTransport({
+    httpVersion: "2",
+    baseUrl,
+    useBinaryFormat: true,
+    pingIntervalMs: options.pingIntervalMs ?? 30_000,
+  });
+  const a2a = createClient(A2AService, transport);
+  const targets = createClient(TargetService, transport);
+  let names: Promise<string[]> | undefined;
+
+  const agentNames = () => {
+    names ??= targets.listTargets({}).then(
+      (r) => r.targets.filter((t) => t.kind === TargetKind.AGENT).map((t) => t.ref),
+      (error: unknown) => {
+        names = undefined;
+        throw error;
+      },
+    );
+    return names;
+  };
+
+  return {
+    transport,
+    cards: {
+      agentNames,
+      async agentCard({ jsonRpcUrl, grpcAddress, agent }): Promise<AgentCard> {
+        const headers: Record<string, string> = { "a2a-version": "1.0" };
+        if (agent !== undefined) headers["parley-agent"] = agent;
+        let card: AgentCard;
+        try {
+          card = await a2a.getExtendedAgentCard({}, { headers });
+        } catch {
+          // Servers without an extended card still deserve a usable public card: name and interfaces.
+          const name = agent ?? (await agentNames())[0] ?? "parley";
+          card = create(AgentCardSchema, {
+            name: `Parley/${name}`,
+            description: `Agent "${name}" behind a Parley bridge`,
+            version: "0.1.0",
+            capabilities: { streaming: true, pushNotifications: false },
+            defaultInputModes: ["text/plain"],
+            defaultOutputModes: ["text/plain"],
+            skills: [{ id: name, name, description: `Converse with ${name}`, tags: ["conversation"] }],
+          });
+        }
+        card.supportedInterfaces = [
+          { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" },
+          { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3", tenant: "" },
+          ...(grpcAddress ? [{ url: grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0", tenant: "" }] : []),
+        ].map((i) => create(AgentInterfaceSchema, i));
+        return card;
+      },
+    },
+  };
+}

@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { JsonRpcCode, JsonRpcError } from "../src/json-rpc-error.js";
+import { jsonDepth, parseEnvelope, parseJsonBody, salvageId } from "../src/json-rpc-request.js";
+
+function codeOf(fn: () => unknown): number | undefined {
+  try {
+    fn();
+  } catch (error) {
+    return error instanceof JsonRpcError ? error.code : undefined;
+  }
+  return undefined;
+}
+
+describe("JSON-RPC request parsing", () => {
+  it("measures nesting outside string literals only", () => {
+    expect(jsonDepth('{"a":[1,{"b":"[[[{{{"}]}')).toBe(3);
+    expect(jsonDepth('"\\"[["')).toBe(0);
+  });
+
+  it("refuses invalid UTF-8, bad JSON and deep nesting with distinct codes", () => {
+    expect(codeOf(() => parseJsonBody(Buffer.from([0x7b, 0xff, 0x7d]), 64))).toBe(JsonRpcCode.ParseError);
+    expect(codeOf(() => parseJsonBody(Buffer.from("{nope"), 64))).toBe(JsonRpcCode.ParseError);
+    expect(codeOf(() => parseJsonBody(Buffer.from("[".repeat(65) + "]".repeat(65)), 64))).toBe(
+      JsonRpcCode.InvalidRequest,
+    );
+  });
+
+  it("validates the envelope and keeps a usable id for the error reply", () => {
+    expect(parseEnvelope({ jsonrpc: "2.0", id: 7, method: "GetTask", params: { id: "t" } })).toEqual({
+      id: 7,
+      method: "GetTask",
+      params: { id: "t" },
+    });
+    expect(codeOf(() => parseEnvelope([]))).toBe(JsonRpcCode.InvalidRequest);
+    expect(codeOf(() => parseEnvelope({ jsonrpc: "1.0", id: 1, method: "x" }))).toBe(JsonRpcCode.InvalidRequest);
+    expect(codeOf(() => parseEnvelope({ jsonrpc: "2.0", id: {}, method: "x" }))).toBe(JsonRpcCode.InvalidRequest);
+    expect(salvageId({ jsonrpc: "1.0", id: "keep" })).toBe("keep");
+    expect(salvageId({ id: { no: 1 } })).toBeNull();
+  });
+});
