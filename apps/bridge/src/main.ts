@@ -79,6 +79,7 @@ async function main(): Promise<void> {
   let parley: Parley | undefined;
   let bridge: Bridge;
   let grpcAddress: string;
+  let closeUpstream = () => {};
   if (config) {
     parley = await createParley(config, { logger: logger.child({ component: "server" }) });
     grpcAddress = (await parley.listen()).address;
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
   } else {
     const remote = createRemoteUpstream(args.upstream!);
     grpcAddress = new URL(args.upstream!).host;
+    closeUpstream = () => remote.close();
     bridge = await createBridge({
       upstream: remote.transport,
       cards: remote.cards,
@@ -140,7 +142,7 @@ async function main(): Promise<void> {
     logger.info({ signal }, "shutting down");
     bridge
       .close()
-      .then(() => parley?.close())
+      .then(() => (parley ? parley.close() : closeUpstream()))
       .then(
         () => process.exit(0),
         (error: unknown) => {

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import {
   A2AService,
   type AgentCard,
@@ -15,6 +15,8 @@ export interface RemoteUpstream {
   readonly transport: Transport;
   /** Agent names and cards, read from the remote server. */
   readonly cards: CardSource;
+  /** Drops the HTTP/2 connection, so the remote server's graceful close does not wait on it. */
+  close(): void;
 }
 
 /**
@@ -31,12 +33,8 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
   if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
     throw new Error(`--upstream must use http or https, got ${JSON.stringify(parsed.protocol)}`);
   }
-  const transport = createConnectTransport({
-    httpVersion: "2",
-    baseUrl,
-    useBinaryFormat: true,
-    pingIntervalMs: options.pingIntervalMs ?? 30_000,
-  });
+  const sessionManager = new Http2SessionManager(baseUrl, { pingIntervalMs: options.pingIntervalMs ?? 30_000 });
+  const transport = createConnectTransport({ httpVersion: "2", baseUrl, useBinaryFormat: true, sessionManager });
   const a2a = createClient(A2AService, transport);
   const targets = createClient(TargetService, transport);
   let names: Promise<string[]> | undefined;
@@ -54,6 +52,7 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
 
   return {
     transport,
+    close: () => sessionManager.abort(),
     cards: {
       agentNames,
       async agentCard({ jsonRpcUrl, grpcAddress, agent }): Promise<AgentCard> {

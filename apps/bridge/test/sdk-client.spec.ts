@@ -1,0 +1,187 @@
+import { randomUUID } from "node:crypto";
+import {
+  CancelTaskRequest,
+  GetTaskRequest,
+  ListTasksRequest,
+  type Message,
+  SendMessageRequest,
+  type StreamResponse,
+  SubscribeToTaskRequest,
+  type Task,
+  TaskState,
+} from "@a2a-js/sdk";
+import {
+  type Client,
+  ClientFactory,
+  ClientFactoryOptions,
+  DefaultAgentCardResolver,
+  JsonRpcTransportFactory,
+} from "@a2a-js/sdk/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type TestStack } from "./harness.js";
+
+let stack: TestStack;
+let client: Client;
+let slow: Client;
+
+beforeAll(async () => {
+  stack = await startStack();
+  client = await new ClientFactory().createFromUrl(stack.bridge.url);
+  slow = await new ClientFactory().createFromUrl(`${stack.bridge.url}agents/slow/`);
+});
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+function userMessage(text: string, extra: { contextId?: string; taskId?: string } = {}) {
+  return SendMessageRequest.fromJSON({
+    message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text }], ...extra },
+  });
+}
+
+function asTask(result: Message | Task): Task {
+  if (!("status" in result)) throw new Error(`expected a task, got a message: ${JSON.stringify(result)}`);
+  return result;
+}
+
+function textOf(task: Task): string {
+  return task.artifacts
+    .flatMap((a) => a.parts)
+    .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
+    .join("");
+}
+
+async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamResponse[]> {
+  const events: StreamResponse[] = [];
+  for await (const event of stream) events.push(event);
+  return events;
+}
+
+function lastState(events: StreamResponse[]): TaskState | undefined {
+  for (let i = events.length - 1; i >= 0; i--) {
+    const p = events[i]!.payload;
+    if (p?.$case === "statusUpdate") return p.value.status?.state;
+    if (p?.$case === "task") return p.value.status?.state;
+  }
+  return undefined;
+}
+
+describe("A2A 1.0 through the official SDK client", () => {
+  it("picks the bridge's JSON-RPC 1.0 interface from the agent card", () => {
+    expect(client.protocolVersion).toBe("1.0");
+  });
+
+  it("sends a blocking message and gets the completed task with the echo reply", async () => {
+    const task = asTask(await client.sendMessage(userMessage("hello bridge")));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(task)).toBe("hello bridge");
+    expect(task.contextId).not.toBe("");
+  });
+
+  it("streams a task: the Task first, then updates, ending COMPLETED", async () => {
+    const events = await collect(client.sendMessageStream(userMessage("stream me")));
+    expect(events[0]?.payload?.$case).toBe("task");
+    expect(events.some((e) => e.payload?.$case === "artifactUpdate")).toBe(true);
+    expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
+    const text = events
+      .flatMap((e) => (e.payload?.$case === "artifactUpdate" ? (e.payload.value.artifact?.parts ?? []) : []))
+      .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
+      .join("");
+    expect(text).toBe("stream me");
+  });
+
+  it("carries a conversation over one contextId: turn 2 sees turn 1 inside the history guard block", async () => {
+    const first = asTask(await client.sendMessage(userMessage("my name is Ada")));
+    const second = asTask(await client.sendMessage(userMessage("what is my name?", { contextId: first.contextId })));
+    expect(second.contextId).toBe(first.contextId);
+    expect(second.id).not.toBe(first.id);
+    const reply = textOf(second);
+    expect(reply).toMatch(/^<<<PARLEY_HISTORY [0-9a-f]+>>>/);
+    expect(reply).toContain("my name is Ada");
+    expect(reply.endsWith("what is my name?")).toBe(true);
+
+    const listed = await client.listTasks(ListTasksRequest.fromJSON({ contextId: first.contextId }));
+    expect(listed.tasks.map((t) => t.id).sort()).toEqual([first.id, second.id].sort());
+
+    const fetched = await client.getTask(GetTaskRequest.fromJSON({ id: second.id }));
+    expect(fetched.id).toBe(second.id);
+    expect(fetched.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("cancels a running task", async () => {
+    const stream = slow.sendMessageStream(userMessage("cancel me"));
+    const first = await stream.next();
+    const task = first.value?.payload?.$case === "task" ? first.value.payload.value : undefined;
+    expect(task).toBeDefined();
+    const canceled = await slow.cancelTask(CancelTaskRequest.fromJSON({ id: task!.id }));
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    const rest = await collect({ [Symbol.asyncIterator]: () => stream });
+    expect(lastState(rest)).toBe(TaskState.TASK_STATE_CANCELED);
+  });
+
+  it("resubscribes to a running task from a second client and follows it to the end", async () => {
+    const stream = slow.sendMessageStream(userMessage("follow me"));
+    const first = await stream.next();
+    const taskId = first.value?.payload?.$case === "task" ? first.value.payload.value.id : "";
+    const other = await new ClientFactory().createFromUrl(`${stack.bridge.url}agents/slow/`);
+    const [resubscribed, original] = await Promise.all([
+      collect(other.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: taskId }))),
+      collect({ [Symbol.asyncIterator]: () => stream }),
+    ]);
+    expect(resubscribed[0]?.payload?.$case).toBe("task");
+    expect(lastState(resubscribed)).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(lastState(original)).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("turns typed server errors into the SDK's typed errors", async () => {
+    await expect(client.getTask(GetTaskRequest.fromJSON({ id: "no-such-task" }))).rejects.toMatchObject({
+      name: expect.stringMatching(/TaskNotFound/),
+    });
+  });
+});
+
+describe("A2A 0.3 through the SDK's legacy-compat client", () => {
+  let legacy: Client;
+  const sentMethods: string[] = [];
+
+  beforeAll(async () => {
+    const recordingFetch: typeof fetch = async (input, init) => {
+      if (typeof init?.body === "string") sentMethods.push(JSON.parse(init.body).method);
+      return fetch(input, init);
+    };
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [new JsonRpcTransportFactory({ legacyCompat: { enabled: true }, fetchImpl: recordingFetch })],
+        cardResolver: new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }),
+      }),
+    );
+    // The 0.3 card (asked for explicitly) names only what a 0.3 client understands.
+    legacy = await factory.createFromUrl(stack.bridge.url, "/.well-known/agent-card.json?A2A-Version=0.3");
+  });
+
+  it("speaks 0.3", () => {
+    expect(legacy.protocolVersion).toBe("0.3");
+  });
+
+  it("message/send: a blocking send answered with the completed task", async () => {
+    const task = asTask(await legacy.sendMessage(userMessage("legacy hello")));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(textOf(task)).toBe("legacy hello");
+    expect(sentMethods).toContain("message/send");
+  });
+
+  it("message/stream: events with kinds, the final one COMPLETED, over the same context", async () => {
+    const first = asTask(await legacy.sendMessage(userMessage("turn one")));
+    const events = await collect(legacy.sendMessageStream(userMessage("turn two", { contextId: first.contextId })));
+    expect(sentMethods).toContain("message/stream");
+    expect(events[0]?.payload?.$case).toBe("task");
+    expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
+    const text = events
+      .flatMap((e) => (e.payload?.$case === "artifactUpdate" ? (e.payload.value.artifact?.parts ?? []) : []))
+      .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
+      .join("");
+    expect(text).toContain("turn one");
+    expect(text.endsWith("turn two")).toBe(true);
+  });
+});
