@@ -191,7 +191,14 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
 
   async function resolveAgent(route: Route, res: ServerResponse): Promise<boolean> {
     if (route.agent === undefined) return true;
-    const names = await options.cards.agentNames();
+    let names: readonly string[];
+    try {
+      names = await options.cards.agentNames();
+    } catch (error) {
+      // Without the list the upstream still knows: it answers an unknown parley-agent with an error of its own.
+      logger.warn({ err: error }, "could not list the upstream's agents");
+      return true;
+    }
     if (names.includes(route.agent)) return true;
     sendJson(res, 404, {
       error: `no agent named ${JSON.stringify(route.agent)}; known agents: ${names.join(", ")}`,
@@ -211,11 +218,18 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       return;
     }
     if (!(await resolveAgent(route, res))) return;
-    const card = await options.cards.agentCard({
-      jsonRpcUrl: jsonRpcUrlOf(route.agent),
-      grpcAddress: options.grpcAddress,
-      agent: route.agent,
-    });
+    let card: AgentCard;
+    try {
+      card = await options.cards.agentCard({
+        jsonRpcUrl: jsonRpcUrlOf(route.agent),
+        grpcAddress: options.grpcAddress,
+        agent: route.agent,
+      });
+    } catch (error) {
+      logger.error({ err: error, agent: route.agent }, "agent card unavailable");
+      sendJson(res, 502, { error: `the agent card could not be built: ${(error as Error).message}` });
+      return;
+    }
     // A client that asks for 0.3 explicitly gets the card shape 0.3 clients parse; everyone else the 1.0 card.
     const version = url.searchParams.get("A2A-Version")?.trim() || headerValue(req, "a2a-version")?.trim();
     const body = version === "0.3" ? JSON.stringify(agentCardToV03(card)) : toJsonString(AgentCardSchema, card);

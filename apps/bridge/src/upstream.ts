@@ -63,7 +63,9 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
           card = await a2a.getExtendedAgentCard({}, { headers });
         } catch {
           // Servers without an extended card still deserve a usable public card: name and interfaces.
-          const name = agent ?? (await agentNames())[0] ?? "parley";
+          // Listing agents may need credentials the card request does not carry; the card stays public regardless.
+          const listed = agent === undefined ? await agentNames().catch(() => [] as string[]) : [];
+          const name = agent ?? listed[0] ?? "default";
           card = create(AgentCardSchema, {
             name: `Parley/${name}`,
             description: `Agent "${name}" behind a Parley bridge`,
