@@ -8,7 +8,7 @@
  *
  *   parley:v1:t: th                       thread meta (original tenant + contextId, times, counts)
  *   parley:v1:m: th seq                   one message (header + raw payload bytes)
- *   parley:v1:i: th H(messageId) seq      SHA-256 of that message's payload (retry detection)
+ *   parley:v1:i: th H(messageId)          [(seq, SHA-256 of payload)...] of messages with that id (retries)
  *   parley:v1:l: H(tenant) inv(updated) th   listThreads index, newest first
  *   parley:v1:u: updated th               sweepThreads index, oldest first
  *   parley:v1:x: th                       a deletion that must be finished (crash-safe purge)
@@ -206,6 +206,36 @@ function decodeMessage(sequence: number, bytes: Uint8Array): StoredMessage {
     : { sequence, messageId, provenance, taskId, payload, createdAt };
 }
 
+interface MessageIdEntry {
+  readonly sequence: number;
+  readonly digest: Uint8Array;
+}
+
+const ID_ENTRY_BYTES = SEQ_BYTES + HASH_BYTES;
+
+function encodeMessageIdEntries(entries: readonly MessageIdEntry[]): Uint8Array {
+  return concatBytes(entries.flatMap((e) => [u64(e.sequence), e.digest]));
+}
+
+/**
+ * Entries above the thread's lastSequence are dropped: the meta is the commit
+ * point, so they cannot belong to this thread's messages.
+ */
+function decodeMessageIdEntries(k: Uint8Array, raw: Uint8Array | undefined, lastSequence: number): MessageIdEntry[] {
+  if (raw === undefined) return [];
+  return decodeOrCorrupt("messageId index", k, () => {
+    if (raw.length % ID_ENTRY_BYTES !== 0) throw new RangeError("length is not a whole number of entries");
+    const entries: MessageIdEntry[] = [];
+    for (let at = 0; at < raw.length; at += ID_ENTRY_BYTES) {
+      const sequence = readU64(raw, at);
+      if (sequence <= lastSequence) {
+        entries.push({ sequence, digest: raw.slice(at + SEQ_BYTES, at + ID_ENTRY_BYTES) });
+      }
+    }
+    return entries;
+  });
+}
+
 function encodeTask(t: TaskRecord): Uint8Array {
   return key(
     Uint8Array.of(RECORD_VERSION),
@@ -401,7 +431,10 @@ class LevelStore implements LevelThreadStore {
   /** The meta of a thread, or undefined; CORRUPT if the record is not this thread's. */
   private async readMeta(th: Uint8Array, tenant: string, contextId: string): Promise<DecodedMeta | undefined> {
     const k = key(T_META, th);
-    const raw = await this.db.get(k);
+    return this.parseMeta(k, await this.db.get(k), tenant, contextId);
+  }
+
+  private parseMeta(k: Uint8Array, raw: Uint8Array | undefined, tenant: string, contextId: string) {
     if (raw === undefined) return undefined;
     const meta = decodeOrCorrupt("thread meta", k, () => decodeMeta(raw));
     if (meta.tenant !== tenant || meta.contextId !== contextId) {
@@ -423,18 +456,18 @@ class LevelStore implements LevelThreadStore {
     return ops;
   }
 
+  /**
+   * Looks for a true retry among the messages that carry this messageId. The
+   * digest narrows the candidates; the stored bytes are then compared in full.
+   */
   private async findRetry(
     th: Uint8Array,
-    midHash: Uint8Array,
+    entries: readonly MessageIdEntry[],
     payloadDigest: Uint8Array,
     input: AppendInput,
-    lastSequence: number,
   ): Promise<StoredMessage | undefined> {
-    const prefix = key(T_MESSAGE_ID, th, midHash);
-    const entries = await this.db.iterator({ gte: prefix, lt: prefixEnd(prefix) }).all();
-    for (const [k, digestBytes] of entries) {
-      const sequence = readU64(k, k.length - SEQ_BYTES);
-      if (sequence > lastSequence || !bytesEqual(digestBytes, payloadDigest)) continue;
+    for (const { sequence, digest: entryDigest } of entries) {
+      if (!bytesEqual(entryDigest, payloadDigest)) continue;
       const mk = key(T_MESSAGE, th, u64(sequence));
       const raw = await this.db.get(mk);
       if (raw === undefined) continue;
@@ -460,13 +493,15 @@ class LevelStore implements LevelThreadStore {
       }
       const th = threadHash(tenant, contextId);
       return this.locks.run(`t:${toHex(th)}`, async () => {
-        const meta = await this.readMeta(th, tenant, contextId);
-        const midHash = messageIdHash(input.messageId);
+        const metaKey = key(T_META, th);
+        const idKey = key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
+        // One read for both records: the append path is one getMany and one batch.
+        const [rawMeta, rawIds] = await this.db.getMany([metaKey, idKey]);
+        const meta = this.parseMeta(metaKey, rawMeta, tenant, contextId);
+        const entries = meta ? decodeMessageIdEntries(idKey, rawIds, meta.lastSequence) : [];
         const payloadDigest = sha256(input.payload);
-        if (meta) {
-          const retry = await this.findRetry(th, midHash, payloadDigest, input, meta.lastSequence);
-          if (retry) return { message: retry, duplicate: true };
-        }
+        const retry = await this.findRetry(th, entries, payloadDigest, input);
+        if (retry) return { message: retry, duplicate: true };
         const now = this.now();
         const sequence = (meta?.lastSequence ?? 0) + 1;
         const message: StoredMessage = {
@@ -487,7 +522,7 @@ class LevelStore implements LevelThreadStore {
         };
         const ops: BatchOp[] = [
           { type: "put", key: key(T_MESSAGE, th, u64(sequence)), value: encodeMessage(message) },
-          { type: "put", key: key(T_MESSAGE_ID, th, midHash, u64(sequence)), value: payloadDigest },
+          { type: "put", key: idKey, value: encodeMessageIdEntries([...entries, { sequence, digest: payloadDigest }]) },
           ...this.threadIndexOps(th, meta, next),
         ];
         if (task === undefined) {
@@ -517,6 +552,17 @@ class LevelStore implements LevelThreadStore {
         const now = this.now();
         let sequence = meta?.lastSequence ?? 0;
         const ops: BatchOp[] = [];
+        const idLists = new Map<string, { key: Uint8Array; entries: MessageIdEntry[] }>();
+        for (const input of inputs) {
+          const idKey = key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
+          const hex = toHex(idKey);
+          if (!idLists.has(hex)) idLists.set(hex, { key: idKey, entries: [] });
+        }
+        if (meta) {
+          const lists = [...idLists.values()];
+          const raws = await this.db.getMany(lists.map((l) => l.key));
+          lists.forEach((l, i) => l.entries.push(...decodeMessageIdEntries(l.key, raws[i], meta.lastSequence)));
+        }
         for (const input of inputs) {
           sequence += 1;
           const message: StoredMessage = {
@@ -528,11 +574,11 @@ class LevelStore implements LevelThreadStore {
             createdAt: now,
           };
           ops.push({ type: "put", key: key(T_MESSAGE, th, u64(sequence)), value: encodeMessage(message) });
-          ops.push({
-            type: "put",
-            key: key(T_MESSAGE_ID, th, messageIdHash(input.messageId), u64(sequence)),
-            value: sha256(input.payload),
-          });
+          const list = idLists.get(toHex(key(T_MESSAGE_ID, th, messageIdHash(input.messageId))))!;
+          list.entries.push({ sequence, digest: sha256(input.payload) });
+        }
+        for (const list of idLists.values()) {
+          ops.push({ type: "put", key: list.key, value: encodeMessageIdEntries(list.entries) });
         }
         const next: ThreadMeta = {
           tenant,

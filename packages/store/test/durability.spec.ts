@@ -79,7 +79,7 @@ describe("durability", () => {
       } finally {
         await store.close();
       }
-      // The indexes, read raw: one listing entry per thread, one messageId entry per message.
+      // The indexes, read raw: one listing entry per thread, one messageId list per (here unique) messageId.
       expect(await countKeys(dir, Buffer.from("parley:v1:l:"))).toBe(contexts.size);
       for (const [contextId, { count }] of contexts) {
         const prefix = Buffer.concat([Buffer.from("parley:v1:i:"), Buffer.from(threadDigest("dur", contextId), "hex")]);
