@@ -182,7 +182,7 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   const limits: BridgeLimits = { ...defaultLimits, ...options.limits };
   const keepAliveMs = options.keepAliveMs ?? 15_000;
   const host = options.host ?? "127.0.0.1";
-  const openStreams = new Set<{ readonly abort: (reason: string) => void }>();
+  const openStreams = new Set<{ readonly abort: (reason: string) => void; readonly ended: Promise<void> }>();
   let baseUrl = "";
   let closing = false;
 
@@ -330,11 +330,15 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       res.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(payload)}\n\n`);
     };
     let shutdownReason: string | undefined;
+    let markEnded = () => {};
     const handle = {
       abort(reason: string) {
         shutdownReason = reason;
         upstreamAbort.abort();
       },
+      ended: new Promise<void>((resolve) => {
+        markEnded = resolve;
+      }),
     };
     openStreams.add(handle);
     const keepAlive = setInterval(() => {
@@ -359,7 +363,8 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       clearInterval(keepAlive);
       openStreams.delete(handle);
       if (!upstreamAbort.signal.aborted) await iterator.return?.();
-      if (!res.destroyed) res.end();
+      if (res.destroyed) markEnded();
+      else res.end(markEnded);
     }
   }
 
@@ -425,9 +430,13 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       closed ??= (async () => {
         closing = true;
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        for (const stream of openStreams) {
+        const streams = [...openStreams];
+        for (const stream of streams) {
           stream.abort("the bridge is shutting down; resubscribe to the task to follow it");
         }
+        server.closeIdleConnections();
+        // Connections that carried a stream turn idle only once its last bytes are out.
+        await Promise.all(streams.map((s) => s.ended));
         server.closeIdleConnections();
         const force = setTimeout(() => server.closeAllConnections(), 2_000);
         await stopped;

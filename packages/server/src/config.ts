@@ -48,6 +48,8 @@ export interface ParleyConfig {
     readonly maxOpenStreamsPerTenant: number;
     /** 0 switches the rate limit off. */
     readonly requestsPerSecondPerTenant: number;
+    /** Requests a tenant may send at once after a quiet spell (the token bucket's size). */
+    readonly requestBurstPerTenant: number;
     /** Events a slow subscriber may fall behind before it is cut off. */
     readonly subscriberBufferEvents: number;
   };
@@ -93,7 +95,9 @@ export const defaultConfig: ParleyConfig = {
     maxTextChars: 256 * 1024,
     agentStepTimeoutMs: 120_000,
     maxOpenStreamsPerTenant: 1_000,
-    requestsPerSecondPerTenant: 0,
+    // On by default so one tenant cannot starve the others; benchmarks raise it with PARLEY_RATE_LIMIT.
+    requestsPerSecondPerTenant: 200,
+    requestBurstPerTenant: 400,
     subscriberBufferEvents: 4_096,
   },
   sessions: {
@@ -130,7 +134,9 @@ Options (flag / environment variable; flags win over the environment, which wins
                           PARLEY_HISTORY_MESSAGES  earlier messages read back per turn (default 20)
                           PARLEY_HISTORY_CHARS     character budget of the history block (default 12000)
                           PARLEY_STEP_TIMEOUT_MS   agent step timeout (default 120000)
-                          PARLEY_RATE_LIMIT        requests per second per tenant (default 0 = off)
+                          PARLEY_RATE_LIMIT        requests per second per tenant (default 200; 0 = off)
+                          PARLEY_RATE_BURST        requests a tenant may send at once (default 400)
+                          PARLEY_SHUTDOWN_GRACE_MS how long running tasks may finish after SIGTERM (default 10000)
                           PARLEY_STREAMING         on|off (default on)
                           PARLEY_PUSH              on|off push notifications (default off)
                           PARLEY_EXTENDED_CARD     on|off extended agent card (default off)
@@ -249,6 +255,7 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
     limits: {
       agentStepTimeoutMs: intFrom(env.PARLEY_STEP_TIMEOUT_MS, "PARLEY_STEP_TIMEOUT_MS"),
       requestsPerSecondPerTenant: intFrom(env.PARLEY_RATE_LIMIT, "PARLEY_RATE_LIMIT"),
+      requestBurstPerTenant: intFrom(env.PARLEY_RATE_BURST, "PARLEY_RATE_BURST"),
     },
     capabilities: {
       streaming: switchFrom(env.PARLEY_STREAMING, "PARLEY_STREAMING"),
@@ -260,6 +267,7 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
             .filter(Boolean)
         : undefined,
     },
+    shutdownGraceMs: intFrom(env.PARLEY_SHUTDOWN_GRACE_MS, "PARLEY_SHUTDOWN_GRACE_MS"),
     logLevel: env.PARLEY_LOG_LEVEL,
   };
   config = merge(config, fromEnv);

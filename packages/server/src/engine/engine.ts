@@ -291,7 +291,7 @@ export class Engine {
   private async execute(agent: Agent, run: TaskRun, turn: AgentTurn): Promise<void> {
     const timeoutMs = this.config.limits.agentStepTimeoutMs;
     const timer = setTimeout(
-      () => run.controller.abort(new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms`)),
+      () => run.controller.abort(new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`)),
       timeoutMs,
     );
     timer.unref();

@@ -4,6 +4,7 @@ import { A2AService } from "@parley/proto";
 import type { ParleyConfig } from "../config.js";
 import type { Caller } from "../engine/engine.js";
 import { createTypedError } from "../errors.js";
+import { createRateLimiter } from "../limits/rate-limiter.js";
 
 /** The tenant every caller belongs to in open mode (no API keys configured). */
 export const openModeTenant = "default";
@@ -42,6 +43,8 @@ function findTenant(apiKeys: Readonly<Record<string, string>>, token: string): s
 export function createCallerInterceptor(config: ParleyConfig, agentNames: readonly string[]): Interceptor {
   const openMode = Object.keys(config.apiKeys).length === 0;
   const defaultAgent = agentNames[0]!;
+  const { requestsPerSecondPerTenant: rate, requestBurstPerTenant: burst } = config.limits;
+  const limiter = createRateLimiter({ ratePerSecond: rate, burst });
   return (next) => async (req) => {
     let tenant = openModeTenant;
     if (!openMode) {
@@ -58,6 +61,15 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
       const found = findTenant(config.apiKeys, match[1]!);
       if (found === undefined) throw new ConnectError("unknown API key", Code.Unauthenticated);
       tenant = found;
+    }
+    // After authentication, so an unauthenticated flood cannot spend a real tenant's budget.
+    const decision = limiter.take(tenant);
+    if (!decision.allowed) {
+      throw createTypedError(
+        "RATE_LIMITED",
+        `tenant ${JSON.stringify(tenant)} exceeded requestsPerSecondPerTenant (${rate} requests per second, burst ${burst}); retry in ${decision.retryAfterMs} ms`,
+        { limit: "requestsPerSecondPerTenant", retryAfterMs: String(decision.retryAfterMs) },
+      );
     }
     const requested = req.header.get(agentHeader)?.trim();
     const agent = requested ? requested : defaultAgent;
