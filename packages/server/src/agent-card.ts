@@ -38,7 +38,7 @@ export function buildAgentCard(
     version: config.card.version,
     capabilities: {
       streaming: config.capabilities.streaming,
-      pushNotifications: false,
+      pushNotifications: config.capabilities.pushNotifications,
       extendedAgentCard: config.capabilities.extendedAgentCard,
       extensions: config.capabilities.requiredExtensions.map((uri) => ({
         uri,

@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 /** One agent the server hosts. The first configured agent is the default. */
 export interface AgentConfig {
   readonly name: string;
-  readonly type: "echo" | "openai" | "a2a";
+  readonly type: "echo" | "openai" | "a2a" | "conformance";
   readonly description?: string;
   /** Type-specific settings (see each agent's factory). */
   readonly options?: Readonly<Record<string, unknown>>;
@@ -70,6 +70,12 @@ export interface ParleyConfig {
   readonly push: {
     /** Hosts push notifications may be sent to (exact host names or IPs). */
     readonly allowedHosts: readonly string[];
+    /** Tries per notification before it is dropped (the first try included). */
+    readonly maxAttempts: number;
+    /** Pause before the first retry; it doubles with each further retry. */
+    readonly retryBaseMs: number;
+    /** How long one POST may take. */
+    readonly timeoutMs: number;
   };
   readonly card: {
     readonly name: string;
@@ -108,7 +114,12 @@ export const defaultConfig: ParleyConfig = {
     silenceTokens: ["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"],
   },
   capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false, requiredExtensions: [] },
-  push: { allowedHosts: ["127.0.0.1", "localhost", "::1"] },
+  push: {
+    allowedHosts: ["127.0.0.1", "localhost", "::1"],
+    maxAttempts: 5,
+    retryBaseMs: 500,
+    timeoutMs: 10_000,
+  },
   card: {
     name: "Parley",
     description: "Durable multi-turn agent-to-agent conversations",
@@ -125,7 +136,7 @@ Options (flag / environment variable; flags win over the environment, which wins
   --host HOST             PARLEY_HOST              listen address (default 127.0.0.1)
   --port PORT             PARLEY_GRPC_PORT         h2c port for gRPC, Connect and gRPC-Web (default 8081; 0 = any)
   --data-dir DIR          PARLEY_DATA_DIR          LevelDB directory (default ./data)
-  --agent TYPE            PARLEY_AGENT             default agent: echo | openai (default echo)
+  --agent TYPE            PARLEY_AGENT             default agent: echo | openai | conformance (default echo)
                           PARLEY_ECHO_DELAY_MS     echo agent: delay per streamed chunk
                           PARLEY_OPENAI_BASE_URL   openai agent: chat-completions base URL (default https://api.openai.com/v1)
                           PARLEY_OPENAI_MODEL      openai agent: model name
@@ -141,6 +152,7 @@ Options (flag / environment variable; flags win over the environment, which wins
                           PARLEY_PUSH              on|off push notifications (default off)
                           PARLEY_EXTENDED_CARD     on|off extended agent card (default off)
                           PARLEY_REQUIRED_EXTENSIONS  comma-separated extension URIs clients must declare
+                          PARLEY_PUSH_ALLOWED_HOSTS   comma-separated hosts push notifications may go to (default loopback)
   --log-level LEVEL       PARLEY_LOG_LEVEL         trace|debug|info|warn|error|silent (default info)
   --help                                           this text`;
 
@@ -202,8 +214,14 @@ function agentFromType(type: string, env: Env): AgentConfig {
           apiKey: env.PARLEY_OPENAI_API_KEY ?? env.OPENAI_API_KEY,
         },
       };
+    case "conformance":
+      return {
+        name: "conformance",
+        type: "conformance",
+        description: "Acts on the messageId prefixes of the A2A conformance kit (TCK)",
+      };
     default:
-      throw new Error(`PARLEY_AGENT must be echo or openai, got ${JSON.stringify(type)}`);
+      throw new Error(`PARLEY_AGENT must be echo, openai or conformance, got ${JSON.stringify(type)}`);
   }
 }
 
@@ -268,6 +286,13 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
         : undefined,
     },
     shutdownGraceMs: intFrom(env.PARLEY_SHUTDOWN_GRACE_MS, "PARLEY_SHUTDOWN_GRACE_MS"),
+    push: {
+      allowedHosts: env.PARLEY_PUSH_ALLOWED_HOSTS
+        ? env.PARLEY_PUSH_ALLOWED_HOSTS.split(",")
+            .map((s) => s.trim())
+            .filter(Boolean)
+        : undefined,
+    },
     logLevel: env.PARLEY_LOG_LEVEL,
   };
   config = merge(config, fromEnv);

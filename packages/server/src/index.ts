@@ -1,6 +1,11 @@
 export { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 export { createA2APeerAgent } from "./agents/a2a-peer-agent.js";
 export { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agents/agent.js";
+export {
+  type ConformanceAgentOptions,
+  conformancePrefixOf,
+  createConformanceAgent,
+} from "./agents/conformance-agent.js";
 export { createAgents } from "./agents/create-agents.js";
 export { createEchoAgent, type EchoAgentOptions } from "./agents/echo-agent.js";
 export { createOpenAIAgent, type OpenAIAgentOptions } from "./agents/openai-agent.js";
@@ -19,7 +24,9 @@ export {
   isInterrupted,
   isTerminal,
   parleyMetadataKey,
+  type SendOptions,
   type SendOutcome,
+  type TaskEventSource,
 } from "./engine/engine.js";
 export { formatHistory, type HistoryEntry, messageText } from "./engine/history.js";
 export { TaskRun } from "./engine/task-run.js";
@@ -33,5 +40,7 @@ export {
 } from "./errors.js";
 export { createLogger, type Logger } from "./logger.js";
 export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
+export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";
+export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader } from "./push/push-delivery.js";
 export { agentHeader, openModeTenant, supportedA2AVersions } from "./services/caller.js";
 export { threadTargetPrefix } from "./services/target-service.js";

@@ -11,6 +11,8 @@ import { createAgents } from "./agents/create-agents.js";
 import type { ParleyConfig } from "./config.js";
 import { Engine } from "./engine/engine.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createPushConfigs } from "./push/push-configs.js";
+import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createCallerInterceptor } from "./services/caller.js";
 import { createTargetServiceImpl } from "./services/target-service.js";
@@ -56,7 +58,16 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     throw error;
   }
   const agentsByName = new Map(agents.map((a) => [a.name, a]));
-  const engine = new Engine({ store, agents: agentsByName, config, logger });
+  const push = config.capabilities.pushNotifications ? createPushConfigs({ store, config }) : undefined;
+  // Without push the engine gets no listener at all, so publishing a task event costs nothing extra.
+  const delivery: PushDelivery | undefined = push ? createPushDelivery({ configs: push, config, logger }) : undefined;
+  const engine = new Engine({
+    store,
+    agents: agentsByName,
+    config,
+    logger,
+    ...(delivery ? { onEvent: delivery.onEvent } : {}),
+  });
   await engine.recover();
 
   const names = agents.map((a) => a.name);
@@ -74,7 +85,13 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const routes = (router: ConnectRouter) => {
     router.service(
       A2AService,
-      createA2AServiceImpl({ engine, store, config, extendedCard: (agent) => agentCard({ agent }, true) }),
+      createA2AServiceImpl({
+        engine,
+        store,
+        config,
+        extendedCard: (agent) => agentCard({ agent }, true),
+        ...(push ? { push } : {}),
+      }),
     );
     router.service(ThreadService, createThreadServiceImpl({ store, engine }));
     router.service(TargetService, createTargetServiceImpl({ store, agents, peers: config.peers }));
@@ -140,6 +157,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     close() {
       closing ??= (async () => {
         await engine.shutdown(config.shutdownGraceMs);
+        await delivery?.close();
         shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
         if (server) {
           const closed = new Promise<void>((resolve) => server!.close(() => resolve()));

@@ -1,6 +1,7 @@
 import type { AgentConfig, PeerConfig } from "../config.js";
 import { createA2APeerAgent } from "./a2a-peer-agent.js";
 import type { Agent } from "./agent.js";
+import { createConformanceAgent } from "./conformance-agent.js";
 import { createEchoAgent } from "./echo-agent.js";
 import { createOpenAIAgent } from "./openai-agent.js";
 
@@ -52,6 +53,13 @@ export function createAgents(configs: readonly AgentConfig[], peers: readonly Pe
           );
         }
         return createA2APeerAgent({ name: config.name, peer, self });
+      }
+      case "conformance": {
+        const resubscribeWorkMs = numberOption(config, "resubscribeWorkMs");
+        return createConformanceAgent({
+          name: config.name,
+          ...(resubscribeWorkMs !== undefined ? { resubscribeWorkMs } : {}),
+        });
       }
       default:
         throw new Error(

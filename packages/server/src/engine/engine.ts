@@ -67,6 +67,26 @@ export interface EngineOptions {
   readonly agents: ReadonlyMap<string, Agent>;
   readonly config: ParleyConfig;
   readonly logger: Logger;
+  /**
+   * Sees every task event in publish order (push delivery). Left unset, the
+   * publish path does no extra work. It must only enqueue: it runs inside publish.
+   */
+  readonly onEvent?: (source: TaskEventSource, event: StreamResponse) => void;
+}
+
+/** The task an event belongs to; a TaskRun is one. */
+export interface TaskEventSource {
+  readonly tenant: string;
+  readonly contextId: string;
+  readonly taskId: string;
+}
+
+export interface SendOptions {
+  /**
+   * Runs once the task exists and before its agent starts, so whatever it
+   * sets up (a push config) sees the task's first event. A throw fails the task.
+   */
+  readonly beforeRun?: (run: TaskRun) => Promise<void>;
 }
 
 class ShutdownReason extends Error {}
@@ -83,6 +103,7 @@ export class Engine {
   private readonly agents: ReadonlyMap<string, Agent>;
   private readonly config: ParleyConfig;
   private readonly logger: Logger;
+  private readonly listener: ((source: TaskEventSource, event: StreamResponse) => void) | undefined;
   /** Running tasks by tenant + taskId. */
   private readonly runs = new Map<string, TaskRun>();
   /** The running task of each (tenant, contextId): the busy guard. */
@@ -94,6 +115,16 @@ export class Engine {
     this.agents = options.agents;
     this.config = options.config;
     this.logger = options.logger;
+    const onEvent = options.onEvent;
+    this.listener = onEvent
+      ? (source, event) => {
+          try {
+            onEvent(source, event);
+          } catch (error) {
+            this.logger.error({ taskId: source.taskId, err: error }, "task event listener failed");
+          }
+        }
+      : undefined;
   }
 
   /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
@@ -128,7 +159,7 @@ export class Engine {
     return this.runs.size;
   }
 
-  async send(caller: Caller, request: SendMessageRequest): Promise<SendOutcome> {
+  async send(caller: Caller, request: SendMessageRequest, options: SendOptions = {}): Promise<SendOutcome> {
     if (!this.accepting)
       throw new ConnectError("the server is shutting down; retry on another instance", Code.Unavailable);
     const inbound = request.message;
@@ -171,7 +202,7 @@ export class Engine {
       });
     task.history.push(stored);
     task.status = create(TaskStatusSchema, { state: TaskState.SUBMITTED, timestamp: timestampNow() });
-    const run = new TaskRun(caller.tenant, contextId, task, { messageId: inbound.messageId, payload });
+    const run = new TaskRun(caller.tenant, contextId, task, { messageId: inbound.messageId, payload }, this.listener);
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
     const key: ThreadKey = { tenant: caller.tenant, contextId };
@@ -195,6 +226,14 @@ export class Engine {
     }
 
     this.runs.set(runKey(caller.tenant, taskId), run);
+    if (options.beforeRun) {
+      try {
+        await options.beforeRun(run);
+      } catch (error) {
+        await this.failBeforeStart(run, error);
+        throw error;
+      }
+    }
     let history: HistoryEntry[];
     try {
       history = await this.readHistory(key, appended.message.sequence);
@@ -216,6 +255,24 @@ export class Engine {
     };
     void this.execute(agent, run, turn);
     return { kind: "run", run, attached: false };
+  }
+
+  /** Ends a task whose setup failed before its agent ran, so it does not stay SUBMITTED. */
+  private async failBeforeStart(run: TaskRun, error: unknown): Promise<void> {
+    const task = run.task;
+    task.status = create(TaskStatusSchema, {
+      state: TaskState.FAILED,
+      timestamp: timestampNow(),
+      message: agentMessage(
+        task,
+        `the task could not start: ${error instanceof Error ? error.message : String(error)}`,
+      ),
+    });
+    await this.store.putTask(taskRecord(run.tenant, task)).catch((cause: unknown) => {
+      this.logger.error({ taskId: run.taskId, err: cause }, "could not record a task that failed to start");
+    });
+    this.release(run);
+    run.end();
   }
 
   /** Earlier messages of the thread (before `beforeSequence`), oldest first. */
@@ -291,29 +348,43 @@ export class Engine {
   private async execute(agent: Agent, run: TaskRun, turn: AgentTurn): Promise<void> {
     const timeoutMs = this.config.limits.agentStepTimeoutMs;
     const timer = setTimeout(
-      () => run.controller.abort(new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`)),
+      () =>
+        run.controller.abort(
+          new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`),
+        ),
       timeoutMs,
     );
     timer.unref();
     const task = run.task;
     const artifactId = `reply-${task.history.length}`;
     let started = false;
+    let working = false;
     let replyText = "";
     let textChunks = 0;
     let finalState: TaskState = TaskState.COMPLETED;
     let statusText: string | undefined;
     let directReply: Message | undefined;
 
-    const start = () => {
-      if (started) return;
-      started = true;
-      run.publish(streamEvent({ case: "task", value: clone(TaskSchema, task) }));
-      this.updateStatus(run, TaskState.WORKING);
+    // WORKING is announced only once the agent does work (or says it is working), so a
+    // turn that goes straight to its final state publishes SUBMITTED -> final and nothing else.
+    const start = (asWorking: boolean) => {
+      if (!started) {
+        started = true;
+        run.publish(streamEvent({ case: "task", value: clone(TaskSchema, task) }));
+      }
+      if (asWorking && !working) {
+        working = true;
+        this.updateStatus(run, TaskState.WORKING);
+      }
     };
 
     try {
       for await (const event of agent.run(turn)) {
         if (run.controller.signal.aborted) break;
+        if (event.type === "state" && event.state === TaskState.WORKING) {
+          start(true);
+          continue;
+        }
         if (event.type === "message" && !started) {
           directReply = create(MessageSchema, {
             messageId: randomUUID(),
@@ -323,7 +394,7 @@ export class Engine {
           });
           break;
         }
-        start();
+        start(event.type !== "state");
         this.applyEvent(run, event, artifactId, textChunks === 0);
         if (event.type === "text") {
           replyText += event.text;
@@ -360,7 +431,7 @@ export class Engine {
         await this.finishWithMessage(run, directReply);
         return;
       }
-      start();
+      start(false);
       if (textChunks > 0) {
         run.publish(
           streamEvent({
@@ -521,6 +592,13 @@ export class Engine {
       message: agentMessage(task, "canceled on request"),
     });
     await this.store.putTask(taskRecord(tenant, task));
+    this.listener?.(
+      { tenant, contextId: task.contextId, taskId },
+      streamEvent({
+        case: "statusUpdate",
+        value: { taskId, contextId: task.contextId, status: clone(TaskStatusSchema, task.status) },
+      }),
+    );
     return task;
   }
 

@@ -23,6 +23,8 @@ export class TaskRun {
     public task: Task,
     /** The inbound message that started this run, to recognise a retry while it runs. */
     readonly trigger: { readonly messageId: string; readonly payload: Uint8Array },
+    /** Sees every event as it is published (push delivery); must not throw or block. */
+    private readonly listener?: (run: TaskRun, event: StreamResponse) => void,
   ) {
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
@@ -47,6 +49,7 @@ export class TaskRun {
   publish(event: StreamResponse): void {
     if (this.ended) throw new Error(`task ${this.taskId} published an event after it ended`);
     this.events.push(event);
+    this.listener?.(this, event);
     const wake = this.wake;
     this.changed = this.nextChange();
     wake();

@@ -4,6 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type A2AService,
   type AgentCard,
+  type SendMessageRequest,
   type SendMessageResponse,
   type StreamResponse,
   type Task,
@@ -12,9 +13,10 @@ import {
 } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
-import { type Engine, isTerminal, storeFailure } from "../engine/engine.js";
+import { type Engine, isTerminal, type SendOptions, storeFailure } from "../engine/engine.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { createTypedError, invalidArgument } from "../errors.js";
+import type { PushConfigs } from "../push/push-configs.js";
 import { callerOf } from "./caller.js";
 
 export interface A2AServiceDeps {
@@ -23,6 +25,8 @@ export interface A2AServiceDeps {
   readonly config: ParleyConfig;
   /** The extended card of an agent, for GetExtendedAgentCard. */
   readonly extendedCard: (agent: string) => AgentCard;
+  /** Push notification configs; required for the push RPCs when capabilities.pushNotifications is on. */
+  readonly push?: PushConfigs;
 }
 
 /** Copies a task with its history cut to the last `length` messages (unset: all; 0: none). */
@@ -81,11 +85,28 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       );
     }
   };
-  const requirePush = (): never => {
-    throw createTypedError(
-      "PUSH_NOTIFICATION_NOT_SUPPORTED",
-      "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
-    );
+  const requirePush = (): PushConfigs => {
+    if (!config.capabilities.pushNotifications || !deps.push) {
+      throw createTypedError(
+        "PUSH_NOTIFICATION_NOT_SUPPORTED",
+        "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+      );
+    }
+    return deps.push;
+  };
+  /** The task must exist for its configs to be read or written; configs of another tenant's task stay invisible. */
+  const requireTask = async (tenant: string, taskId: string) => {
+    if (taskId === "") throw invalidArgument("taskId is required");
+    if (!(await engine.getTask(tenant, taskId)))
+      throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(taskId)} was not found`, { taskId });
+  };
+  /** Registers the push config a send carries for the task it creates or continues, before the agent runs. */
+  const sendOptions = (req: SendMessageRequest, tenant: string): SendOptions => {
+    const pushConfig = req.configuration?.taskPushNotificationConfig;
+    if (!pushConfig) return {};
+    const push = requirePush();
+    push.validate(pushConfig);
+    return { beforeRun: async (run) => void (await push.register(tenant, run.taskId, pushConfig)) };
   };
 
   async function* follow(run: TaskRun, ctx: HandlerContext, ownsRun: boolean): AsyncGenerator<StreamResponse> {
@@ -101,7 +122,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
 
   return {
     async sendMessage(req, ctx) {
-      const outcome = await engine.send(callerOf(ctx), req);
+      const caller = callerOf(ctx);
+      const outcome = await engine.send(caller, req, sendOptions(req, caller.tenant));
       const historyLength = req.configuration?.historyLength;
       if (outcome.kind === "stored")
         return { payload: { case: "task", value: withHistoryLength(outcome.task, historyLength) } };
@@ -121,7 +143,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
 
     async *sendStreamingMessage(req, ctx) {
       requireStreaming();
-      const outcome = await engine.send(callerOf(ctx), req);
+      const caller = callerOf(ctx);
+      const outcome = await engine.send(caller, req, sendOptions(req, caller.tenant));
       if (outcome.kind === "stored") {
         yield { payload: { case: "task", value: outcome.task } };
         return;
@@ -187,10 +210,35 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       yield { payload: { case: "task", value: task } };
     },
 
-    createTaskPushNotificationConfig: requirePush,
-    getTaskPushNotificationConfig: requirePush,
-    listTaskPushNotificationConfigs: requirePush,
-    deleteTaskPushNotificationConfig: requirePush,
+    async createTaskPushNotificationConfig(req, ctx) {
+      const push = requirePush();
+      const tenant = callerOf(ctx).tenant;
+      push.validate(req);
+      await requireTask(tenant, req.taskId);
+      return push.register(tenant, req.taskId, req);
+    },
+
+    async getTaskPushNotificationConfig(req, ctx) {
+      const push = requirePush();
+      const tenant = callerOf(ctx).tenant;
+      await requireTask(tenant, req.taskId);
+      return push.get(tenant, req.taskId, req.id);
+    },
+
+    async listTaskPushNotificationConfigs(req, ctx) {
+      const push = requirePush();
+      const tenant = callerOf(ctx).tenant;
+      await requireTask(tenant, req.taskId);
+      return push.list(tenant, req.taskId, req.pageSize, req.pageToken);
+    },
+
+    async deleteTaskPushNotificationConfig(req, ctx) {
+      const push = requirePush();
+      const tenant = callerOf(ctx).tenant;
+      await requireTask(tenant, req.taskId);
+      await push.delete(tenant, req.taskId, req.id);
+      return {};
+    },
 
     async getExtendedAgentCard(_req, ctx) {
       if (!config.capabilities.extendedAgentCard) {

@@ -1,0 +1,170 @@
+import { randomUUID } from "node:crypto";
+import { clone, create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import {
+  type ListTaskPushNotificationConfigsResponse,
+  ListTaskPushNotificationConfigsResponseSchema,
+  type TaskPushNotificationConfig,
+  TaskPushNotificationConfigSchema,
+} from "@parley/proto";
+import type { ThreadStore } from "@parley/store";
+import type { ParleyConfig } from "../config.js";
+import { storeFailure } from "../engine/engine.js";
+import { createTypedError, invalidArgument } from "../errors.js";
+
+/** The host of a URL as the allow-list spells it: lower case, IPv6 without brackets. */
+export function pushHostOf(url: URL): string {
+  return url.hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
+}
+
+/** The host of `url` when push.allowedHosts lets notifications go there, else why not. */
+export function checkPushDestination(
+  url: string,
+  allowedHosts: readonly string[],
+): { ok: true; url: URL } | { ok: false; reason: string } {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return { ok: false, reason: `push notification url ${JSON.stringify(url)} is not an absolute URL` };
+  }
+  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+    return { ok: false, reason: `push notification url must be http or https, got ${JSON.stringify(parsed.protocol)}` };
+  }
+  if (parsed.username !== "" || parsed.password !== "") {
+    return {
+      ok: false,
+      reason: "push notification url must not carry credentials; put them in authentication.credentials",
+    };
+  }
+  const host = pushHostOf(parsed);
+  if (!allowedHosts.some((allowed) => allowed.toLowerCase() === host)) {
+    return {
+      ok: false,
+      reason: `push notification host ${JSON.stringify(host)} is not allowed; the server setting push.allowedHosts (PARLEY_PUSH_ALLOWED_HOSTS) permits: ${allowedHosts.join(", ") || "none"}`,
+    };
+  }
+  return { ok: true, url: parsed };
+}
+
+const headerUnsafe = /[\r\n\0]/;
+const defaultPageSize = 50;
+const maxPageSize = 100;
+
+export interface PushConfigs {
+  /** Checks a config a client sent: url, destination host, authentication. */
+  validate(config: TaskPushNotificationConfig): void;
+  /** Validates and stores a config for a task known to exist; an empty id gets a generated one. */
+  register(tenant: string, taskId: string, config: TaskPushNotificationConfig): Promise<TaskPushNotificationConfig>;
+  get(tenant: string, taskId: string, id: string): Promise<TaskPushNotificationConfig>;
+  list(
+    tenant: string,
+    taskId: string,
+    pageSize: number,
+    pageToken: string,
+  ): Promise<ListTaskPushNotificationConfigsResponse>;
+  /** Every config of a task, for delivery. */
+  all(tenant: string, taskId: string): Promise<TaskPushNotificationConfig[]>;
+  /** Idempotent: deleting a config that is not there succeeds. */
+  delete(tenant: string, taskId: string, id: string): Promise<void>;
+}
+
+/** Push notification configs, persisted in the thread store as binary TaskPushNotificationConfig. */
+export function createPushConfigs(deps: { readonly store: ThreadStore; readonly config: ParleyConfig }): PushConfigs {
+  const { store, config } = deps;
+  const decode = (payload: Uint8Array) => fromBinary(TaskPushNotificationConfigSchema, payload);
+
+  const validate = (pushConfig: TaskPushNotificationConfig): void => {
+    if (pushConfig.url === "") throw invalidArgument("push notification config url is required");
+    const destination = checkPushDestination(pushConfig.url, config.push.allowedHosts);
+    if (!destination.ok) throw invalidArgument(destination.reason);
+    const auth = pushConfig.authentication;
+    if (auth) {
+      if (auth.scheme.trim() === "") {
+        throw invalidArgument("push notification config authentication.scheme is required (e.g. Bearer)");
+      }
+      if (/\s/.test(auth.scheme) || headerUnsafe.test(auth.credentials)) {
+        throw invalidArgument(
+          "push notification config authentication must be a single-word scheme and credentials without line breaks",
+        );
+      }
+    }
+    if (headerUnsafe.test(pushConfig.token))
+      throw invalidArgument("push notification config token must not hold line breaks");
+  };
+
+  return {
+    validate,
+
+    async register(tenant, taskId, pushConfig) {
+      validate(pushConfig);
+      const stored = clone(TaskPushNotificationConfigSchema, pushConfig);
+      stored.taskId = taskId;
+      if (stored.id === "") stored.id = randomUUID();
+      await store
+        .putPushConfig({
+          tenant,
+          taskId,
+          configId: stored.id,
+          payload: toBinary(TaskPushNotificationConfigSchema, stored),
+        })
+        .catch((error: unknown) => {
+          throw storeFailure(error);
+        });
+      return stored;
+    },
+
+    async get(tenant, taskId, id) {
+      if (id === "") throw invalidArgument("id (the push notification config id) is required");
+      const record = await store.getPushConfig(tenant, taskId, id).catch((error: unknown) => {
+        throw storeFailure(error);
+      });
+      if (!record) {
+        throw createTypedError(
+          "TASK_NOT_FOUND",
+          `push notification config ${JSON.stringify(id)} of task ${JSON.stringify(taskId)} was not found`,
+          { taskId, configId: id },
+        );
+      }
+      return decode(record.payload);
+    },
+
+    async list(tenant, taskId, pageSize, pageToken) {
+      if (pageSize < 0 || pageSize > maxPageSize) {
+        throw invalidArgument(`pageSize must be between 1 and ${maxPageSize} (0: ${defaultPageSize}), got ${pageSize}`);
+      }
+      const page = await store
+        .listPushConfigs(tenant, taskId, {
+          limit: pageSize === 0 ? defaultPageSize : pageSize,
+          ...(pageToken !== "" ? { cursor: pageToken } : {}),
+        })
+        .catch((error: unknown) => {
+          throw storeFailure(error);
+        });
+      return create(ListTaskPushNotificationConfigsResponseSchema, {
+        configs: page.configs.map((record) => decode(record.payload)),
+        nextPageToken: page.nextCursor ?? "",
+      });
+    },
+
+    async all(tenant, taskId) {
+      const configs: TaskPushNotificationConfig[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await store.listPushConfigs(tenant, taskId, {
+          limit: maxPageSize,
+          ...(cursor !== undefined ? { cursor } : {}),
+        });
+        for (const record of page.configs) configs.push(decode(record.payload));
+        cursor = page.nextCursor;
+      } while (cursor !== undefined);
+      return configs;
+    },
+
+    async delete(tenant, taskId, id) {
+      if (id === "") throw invalidArgument("id (the push notification config id) is required");
+      await store.deletePushConfig(tenant, taskId, id).catch((error: unknown) => {
+        throw storeFailure(error);
+      });
+    },
+  };
+}

@@ -1,0 +1,139 @@
+import { toJsonString } from "@bufbuild/protobuf";
+import { type StreamResponse, StreamResponseSchema, type TaskPushNotificationConfig } from "@parley/proto";
+import type { Logger } from "pino";
+import { sleep } from "../agents/agent.js";
+import type { ParleyConfig } from "../config.js";
+import type { TaskEventSource } from "../engine/engine.js";
+import { checkPushDestination, type PushConfigs } from "./push-configs.js";
+
+/** Content type of push notification bodies (A2A section 14.1). */
+export const pushContentType = "application/a2a+json";
+/** Header that carries a config's token to the receiver. */
+export const pushTokenHeader = "X-A2A-Notification-Token";
+
+export interface PushDelivery {
+  /** Queues an event for the task's configs; returns at once. */
+  onEvent(source: TaskEventSource, event: StreamResponse): void;
+  /** Stops retrying, lets in-flight POSTs end (they are aborted) and resolves when every queue is gone. */
+  close(): Promise<void>;
+}
+
+interface TaskQueue {
+  readonly tenant: string;
+  readonly taskId: string;
+  readonly events: StreamResponse[];
+}
+
+/** Why a POST will not succeed by trying again (the receiver refused it). */
+class Refused extends Error {}
+
+/**
+ * Delivers task events to webhooks: one queue per task so each receiver sees
+ * a task's events in order, drained off the task's own path so a slow or dead
+ * receiver never holds the task. Configs are read per event, so a config
+ * created or deleted mid-task takes effect from the next event on.
+ */
+export function createPushDelivery(deps: {
+  readonly configs: PushConfigs;
+  readonly config: ParleyConfig;
+  readonly logger: Logger;
+}): PushDelivery {
+  const { configs, logger } = deps;
+  const { allowedHosts, maxAttempts, retryBaseMs, timeoutMs } = deps.config.push;
+  const queues = new Map<string, TaskQueue>();
+  const drains = new Set<Promise<void>>();
+  const stopping = new AbortController();
+
+  async function post(target: TaskPushNotificationConfig, body: string): Promise<void> {
+    // Checked again on every POST: the allow-list may have been narrowed since the config was stored.
+    const destination = checkPushDestination(target.url, allowedHosts);
+    if (!destination.ok) throw new Refused(destination.reason);
+    const headers: Record<string, string> = { "Content-Type": pushContentType };
+    const auth = target.authentication;
+    if (auth && auth.scheme !== "") {
+      headers.Authorization = auth.credentials === "" ? auth.scheme : `${auth.scheme} ${auth.credentials}`;
+    }
+    if (target.token !== "") headers[pushTokenHeader] = target.token;
+    const response = await fetch(destination.url, {
+      method: "POST",
+      headers,
+      body,
+      // A redirect could point anywhere; following it would bypass the allow-list.
+      redirect: "manual",
+      signal: AbortSignal.any([stopping.signal, AbortSignal.timeout(timeoutMs)]),
+    });
+    await response.body?.cancel();
+    if (response.ok) return;
+    const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
+    const reason = `the receiver answered HTTP ${response.status}${response.status >= 300 && response.status < 400 ? " (redirects are not followed)" : ""}`;
+    throw retryable ? new Error(reason) : new Refused(reason);
+  }
+
+  async function deliver(queue: TaskQueue, target: TaskPushNotificationConfig, body: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await post(target, body);
+        return;
+      } catch (error) {
+        if (stopping.signal.aborted) return;
+        const final = error instanceof Refused || attempt >= maxAttempts;
+        if (final) {
+          logger.warn(
+            { taskId: queue.taskId, configId: target.id, attempts: attempt, err: (error as Error).message },
+            "push notification dropped",
+          );
+          return;
+        }
+        try {
+          await sleep(retryBaseMs * 2 ** (attempt - 1), stopping.signal);
+        } catch {
+          return;
+        }
+      }
+    }
+  }
+
+  async function drain(key: string, queue: TaskQueue): Promise<void> {
+    try {
+      while (queue.events.length > 0 && !stopping.signal.aborted) {
+        const event = queue.events.shift()!;
+        let targets: TaskPushNotificationConfig[];
+        try {
+          targets = await configs.all(queue.tenant, queue.taskId);
+        } catch (error) {
+          logger.error({ taskId: queue.taskId, err: error }, "could not read push notification configs");
+          continue;
+        }
+        if (targets.length === 0) continue;
+        const body = toJsonString(StreamResponseSchema, event);
+        await Promise.all(targets.map((target) => deliver(queue, target, body)));
+      }
+    } finally {
+      queues.delete(key);
+    }
+  }
+
+  return {
+    onEvent(source, event) {
+      if (stopping.signal.aborted) return;
+      const key = `${source.tenant}\u0000${source.taskId}`;
+      const queued = queues.get(key);
+      if (queued) {
+        queued.events.push(event);
+        return;
+      }
+      const queue: TaskQueue = { tenant: source.tenant, taskId: source.taskId, events: [event] };
+      queues.set(key, queue);
+      // Started on a later tick: onEvent runs inside the task's publish and must stay cheap.
+      const running = Promise.resolve()
+        .then(() => drain(key, queue))
+        .finally(() => drains.delete(running));
+      drains.add(running);
+    },
+
+    async close() {
+      stopping.abort(new Error("the server is shutting down"));
+      await Promise.allSettled([...drains]);
+    },
+  };
+}
