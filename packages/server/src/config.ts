@@ -5,7 +5,7 @@ import { parseArgs } from "node:util";
 /** One agent the server hosts. The first configured agent is the default. */
 export interface AgentConfig {
   readonly name: string;
-  readonly type: "echo" | "openai" | "a2a" | "conformance";
+  readonly type: "echo" | "openai" | "a2a" | "conformance" | "script";
   readonly description?: string;
   /** Type-specific settings (see each agent's factory). */
   readonly options?: Readonly<Record<string, unknown>>;

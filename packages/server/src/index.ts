@@ -43,4 +43,18 @@ export { type CreateParleyOptions, createParley, type Parley } from "./parley.js
 export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";
 export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader } from "./push/push-delivery.js";
 export { agentHeader, openModeTenant, supportedA2AVersions } from "./services/caller.js";
+export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";
 export { threadTargetPrefix } from "./services/target-service.js";
+export { type ConversationPlan, ConversationRunner } from "./sessions/conversation-runner.js";
+export { createScriptAgent, parseScript, type ScriptConverse, type ScriptEntry } from "./sessions/script-agent.js";
+export { decodeHops, encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "./sessions/session-ref.js";
+export { type SessionStep, sessionStepOf, stepInstructions } from "./sessions/session-step.js";
+export {
+  announceSkipToken,
+  foldReply,
+  isSilentReply,
+  replyDigest,
+  replySkipToken,
+  silenceTokenSet,
+} from "./sessions/silence.js";
+export { guardSessionSteps, stepOutcomeArtifactId } from "./sessions/step-guard.js";

@@ -3,7 +3,7 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError, type ConnectRouter, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { A2AService, type AgentCard, TargetService, ThreadService } from "@parley/proto";
+import { A2AService, type AgentCard, SessionService, TargetService, ThreadService } from "@parley/proto";
 import { createLevelThreadStore, type ThreadStore } from "@parley/store";
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
@@ -15,8 +15,10 @@ import { createPushConfigs } from "./push/push-configs.js";
 import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createCallerInterceptor } from "./services/caller.js";
+import { createSessionServiceImpl } from "./services/session-service.js";
 import { createTargetServiceImpl } from "./services/target-service.js";
 import { createThreadServiceImpl } from "./services/thread-service.js";
+import { guardSessionSteps } from "./sessions/step-guard.js";
 
 export interface Parley {
   readonly config: ParleyConfig;
@@ -57,7 +59,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     await store.close();
     throw error;
   }
-  const agentsByName = new Map(agents.map((a) => [a.name, a]));
+  // Session steps reach agents through this guard so silence tokens and repeats are never stored.
+  const agentsByName = new Map(agents.map((a) => [a.name, guardSessionSteps(a, config.sessions.silenceTokens)]));
   const push = config.capabilities.pushNotifications ? createPushConfigs({ store, config }) : undefined;
   // Without push the engine gets no listener at all, so publishing a task event costs nothing extra.
   const delivery: PushDelivery | undefined = push ? createPushDelivery({ configs: push, config, logger }) : undefined;
@@ -82,6 +85,15 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   };
 
   const interceptors = [createCallerInterceptor(config, names)];
+  // One instance for every router (listener and in-process), so they share the conversations.
+  const sessionService = createSessionServiceImpl({
+    engine,
+    store,
+    config,
+    logger,
+    agentNames: names,
+    self: () => `parley@${advertised.grpcAddress ?? `${config.host}:${config.port}`}`,
+  });
   const routes = (router: ConnectRouter) => {
     router.service(
       A2AService,
@@ -94,6 +106,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       }),
     );
     router.service(ThreadService, createThreadServiceImpl({ store, engine }));
+    router.service(SessionService, sessionService);
     router.service(TargetService, createTargetServiceImpl({ store, agents, peers: config.peers }));
     options.extraRoutes?.(router);
   };

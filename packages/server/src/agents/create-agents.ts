@@ -1,4 +1,5 @@
 import type { AgentConfig, PeerConfig } from "../config.js";
+import { createScriptAgent, parseScript } from "../sessions/script-agent.js";
 import { createA2APeerAgent } from "./a2a-peer-agent.js";
 import type { Agent } from "./agent.js";
 import { createConformanceAgent } from "./conformance-agent.js";
@@ -61,6 +62,13 @@ export function createAgents(configs: readonly AgentConfig[], peers: readonly Pe
           ...(resubscribeWorkMs !== undefined ? { resubscribeWorkMs } : {}),
         });
       }
+      case "script":
+        return createScriptAgent({
+          name: config.name,
+          ...(config.description ? { description: config.description } : {}),
+          replies: parseScript(config.name, config.options?.replies),
+          peers,
+        });
       default:
         throw new Error(
           `agent ${(config as AgentConfig).name}: unknown type ${JSON.stringify((config as AgentConfig).type)}`,
