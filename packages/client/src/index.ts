@@ -1,2 +1,50 @@
-// The public API is added by the issue that builds this package.
-export {};
+export {
+  a2aVersion,
+  agentHeader,
+  createParleyClient,
+  type ParleyClient,
+  type ParleyClientOptions,
+  type ParleyProtocol,
+  parleyProtocols,
+} from "./client.js";
+export {
+  type ClientConfig,
+  ConfigError,
+  defaultConfigPath,
+  defaultServer,
+  type LoadClientConfigOptions,
+  loadClientConfig,
+  type PeerEntry,
+  type PeerProtocol,
+  peerProtocols,
+} from "./config.js";
+export {
+  type Conversation,
+  type ConversationBackend,
+  type ConversationEvent,
+  type ConversationOptions,
+  createConversation,
+  partsText,
+  type Reply,
+  type SendOptions,
+  TaskFailedError,
+  taskStateName,
+  taskText,
+} from "./conversation.js";
+export { ExitCode, exitCodeOf, UsageError } from "./errors.js";
+export { type A2ASender, createJsonRpcA2AClient, type JsonRpcClientOptions } from "./json-rpc-client.js";
+export {
+  agentPrefix,
+  configuredPeers,
+  formatKnownTargets,
+  type KnownTarget,
+  listTargets,
+  type ParsedTarget,
+  parseTarget,
+  peerPrefix,
+  type ResolvedTarget,
+  resolveTarget,
+  type TargetListing,
+  TargetNotFoundError,
+  threadPrefix,
+} from "./targets.js";
