@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { Role, TaskSchema, TaskState, ThreadSchema } from "@parley/proto";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { createParleyClient, type ParleyClient, type ParleyProtocol, parleyProtocols } from "./client.js";
+import { registerConverseCommand } from "./commands/converse.js";
 import { type ClientConfig, loadClientConfig } from "./config.js";
 import { type ConversationBackend, createConversation, partsText, taskStateName } from "./conversation.js";
 import { ExitCode, exitCodeOf, UsageError } from "./errors.js";
@@ -215,6 +216,8 @@ function buildProgram(run: (action: (session: Session) => Promise<number>) => Pr
     .addHelpText("after", exitCodeHelp)
     .exitOverride()
     .action((text: string | undefined, options: SendOptions) => run((s) => runSend(s, text, options)));
+
+  registerConverseCommand(program, (action) => run((session) => action(() => session.client())));
 
   const threads = program
     .command("threads")
