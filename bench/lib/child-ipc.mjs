@@ -1,0 +1,31 @@
+// The server side of the orchestrator's control channel. Each server runs in
+// its own process, so CPU time and RSS read here belong to that server alone.
+export function serveControl(handlers) {
+  const builtin = {
+    cpu: () => ({ usage: process.cpuUsage(), rss: process.memoryUsage.rss() }),
+    gc: async () => {
+      if (typeof globalThis.gc === "function") {
+        // Several passes with pauses: weak callbacks and finalizers of one pass free more in the next.
+        for (let i = 0; i < 3; i++) {
+          globalThis.gc();
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      const m = process.memoryUsage();
+      return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+    },
+    ...handlers,
+  };
+  process.on("message", async (msg) => {
+    if (!msg || typeof msg !== "object" || msg.id === undefined) return;
+    const handler = builtin[msg.type];
+    try {
+      if (!handler) throw new Error(`unknown control message ${msg.type}`);
+      const value = await handler(msg);
+      process.send({ id: msg.id, ok: true, value });
+    } catch (error) {
+      process.send({ id: msg.id, ok: false, error: String(error?.stack ?? error) });
+    }
+  });
+  process.on("disconnect", () => process.exit(0));
+}

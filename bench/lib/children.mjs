@@ -1,0 +1,60 @@
+import { fork } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+const here = fileURLToPath(new URL("..", import.meta.url));
+
+/** Forks a bench script and gives it a request/response channel over IPC. */
+export async function startChild(script, { env = {}, execArgv = [] } = {}) {
+  const proc = fork(`${here}${script}`, [], {
+    env: { ...process.env, ...env },
+    execArgv,
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  const pending = new Map();
+  let nextId = 1;
+  const ready = new Promise((resolve, reject) => {
+    const fail = (code) => reject(new Error(`${script} exited with ${code} before it was ready`));
+    proc.once("exit", fail);
+    proc.on("message", (msg) => {
+      if (msg.ready) {
+        proc.off("exit", fail);
+        resolve(msg);
+        return;
+      }
+      const waiter = pending.get(msg.id);
+      if (!waiter) return;
+      if (msg.phase) {
+        Promise.resolve(waiter.phase?.()).then(() => proc.send({ type: "go", id: msg.id }));
+        return;
+      }
+      pending.delete(msg.id);
+      if (msg.ok) waiter.resolve(msg.value);
+      else waiter.reject(new Error(`${script}: ${msg.error}`));
+    });
+  });
+  proc.on("exit", (code) => {
+    for (const w of pending.values()) w.reject(new Error(`${script} exited with ${code}`));
+    pending.clear();
+  });
+  const info = await ready;
+  return {
+    info,
+    proc,
+    request(type, payload = {}, hooks = {}) {
+      const id = nextId++;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject, ...hooks });
+        proc.send({ type, id, ...payload });
+      });
+    },
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const exited = new Promise((r) => proc.once("exit", r));
+      const id = nextId++;
+      proc.send({ type: "stop", id });
+      const timer = setTimeout(() => proc.kill("SIGKILL"), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}

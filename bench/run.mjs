@@ -1,0 +1,171 @@
+#!/usr/bin/env node
+// npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick]
+// Starts every server in its own process, drives each with the same load
+// generator (its own process), and prints one table plus the scaling figures.
+import { readFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { performance } from "node:perf_hooks";
+import { startChild } from "./lib/children.mjs";
+import { printReport } from "./lib/report.mjs";
+
+const args = new Set(process.argv.slice(2));
+const onlyArg = [...args].find((a) => a.startsWith("--only="));
+const only = onlyArg ? new Set(onlyArg.slice("--only=".length).split(",")) : undefined;
+const scalingOnly = args.has("--scaling");
+const withScaling = !args.has("--no-scaling");
+const quick = args.has("--quick");
+const profile = args.has("--profile");
+
+const WARMUP_MS = quick ? 500 : 1_500;
+const MEASURE_MS = quick ? 1_500 : 4_000;
+const MAX_REQUESTS = 200_000;
+const CONCURRENCY = 64;
+const HELD_STREAMS = 1_000;
+const STREAM_DELAY_MS = 1_200;
+
+const started = performance.now();
+const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
+const load = await startChild("load.mjs");
+
+async function measure(server, row) {
+  const spec = { ...row.spec, warmupMs: WARMUP_MS, durationMs: MEASURE_MS, maxRequests: MAX_REQUESTS, concurrency: CONCURRENCY };
+  let before;
+  const result = await load.request("run", { spec }, { phase: async () => (before = await server.request("cpu")) });
+  const after = await server.request("cpu");
+  const cpuMs = (after.usage.user + after.usage.system - before.usage.user - before.usage.system) / 1000;
+  return { ...row, ...result, cpuMsPerRequest: result.requests ? cpuMs / result.requests : Number.NaN, serverCpuShare: cpuMs / result.elapsedMs };
+}
+
+const rows = [];
+async function group(name, script, options, scenarios) {
+  const wanted = scenarios.filter((s) => !only || only.has(s.id) || only.has(name));
+  if (wanted.length === 0) return;
+  const server = await startChild(script, options);
+  try {
+    for (const s of wanted) {
+      const url = s.spec.protocol === "jsonrpc" ? server.info.jsonRpcUrl : server.info.grpcUrl;
+      if (!url) {
+        rows.push({ ...s, skipped: server.info.bridgeError ?? "no endpoint" });
+        continue;
+      }
+      process.stderr.write(`  ${s.id} ...`);
+      const r = await measure(server, { ...s, spec: { ...s.spec, url } });
+      process.stderr.write(` ${r.rps.toFixed(0)} req/s${r.errors ? `, ${r.errors} errors (${r.sampleError})` : ""}\n`);
+      rows.push(r);
+    }
+  } finally {
+    await server.stop();
+  }
+}
+
+const sc = (id, target, protocol, op, contexts, anchor) => ({ id, target, anchor, spec: { protocol, op, contexts } });
+const parleyExecArgv = profile ? ["--cpu-prof", "--cpu-prof-dir=bench/profiles"] : [];
+
+if (!scalingOnly) {
+  process.stderr.write("throughput and latency:\n");
+  await group("bare", "servers/bare.mjs", {}, [sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh")]);
+  await group("anchor", "servers/anchor.mjs", { env: { ANCHOR_REPLY: "message" } }, [
+    sc("anchor-jsonrpc-send", "anchor JSON-RPC", "jsonrpc", "send", "fresh"),
+    sc("anchor-jsonrpc-send-reused", "anchor JSON-RPC", "jsonrpc", "send", "reused"),
+    sc("anchor-grpc-send", "anchor gRPC", "grpc", "send", "fresh"),
+  ]);
+  await group("anchor", "servers/anchor.mjs", { env: { ANCHOR_REPLY: "stream" } }, [
+    sc("anchor-jsonrpc-stream", "anchor JSON-RPC", "jsonrpc", "stream", "fresh"),
+    sc("anchor-grpc-stream", "anchor gRPC", "grpc", "stream", "fresh"),
+  ]);
+  await group("parley", "servers/parley.mjs", { execArgv: parleyExecArgv }, [
+    sc("bridge-send", "Parley bridge (embedded)", "jsonrpc", "send", "fresh", "anchor-jsonrpc-send"),
+    sc("bridge-send-reused", "Parley bridge (embedded)", "jsonrpc", "send", "reused", "anchor-jsonrpc-send-reused"),
+    sc("bridge-stream", "Parley bridge (embedded)", "jsonrpc", "stream", "fresh", "anchor-jsonrpc-stream"),
+    sc("grpc-send", "Parley gRPC", "grpc", "send", "fresh", "anchor-grpc-send"),
+    sc("grpc-send-reused", "Parley gRPC", "grpc", "send", "reused", "anchor-grpc-send"),
+    sc("grpc-stream", "Parley gRPC", "grpc", "stream", "fresh", "anchor-grpc-stream"),
+    sc("connect-send", "Parley Connect (h2)", "connect", "send", "fresh", "anchor-grpc-send"),
+    sc("connect-stream", "Parley Connect (h2)", "connect", "stream", "fresh", "anchor-grpc-stream"),
+  ]);
+}
+
+const scaling = {};
+if (withScaling && !only) {
+  process.stderr.write("scaling:\n");
+  const gcArgv = ["--expose-gc"];
+  const parley = await startChild("servers/parley.mjs", { execArgv: gcArgv });
+  try {
+    const url = parley.info.grpcUrl;
+    process.stderr.write(`  history build (10 vs 100 000 messages) ... [${elapsed()}]\n`);
+    await parley.request("fill", { contextId: "thread-10", count: 10 });
+    const fill = await parley.request("fill", { contextId: "thread-100k", count: 100_000 });
+    const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 500 });
+    const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 500 });
+    // Alternating the two keeps drift (GC, compaction) from landing on one side only.
+    const sendTimes = { small: [], big: [] };
+    for (let i = 0; i < 3; i++) {
+      sendTimes.small.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-10", reps: 60 } })).medianMs);
+      sendTimes.big.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-100k", reps: 60 } })).medianMs);
+    }
+    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    scaling.history = {
+      fill100kMs: fill.ms,
+      read10Ms: read10.medianMs,
+      read100kMs: read100k.medianMs,
+      send10Ms: med(sendTimes.small),
+      send100kMs: med(sendTimes.big),
+    };
+    process.stderr.write(`  10 000 idle conversations ... [${elapsed()}]\n`);
+    const base = await parley.request("gc");
+    const made = await parley.request("conversations", { count: 10_000, concurrency: 64 });
+    const idle = await parley.request("gc");
+    scaling.idle = { created: made.created, rssGrowth: idle.rss - base.rss, heapGrowth: idle.heapUsed - base.heapUsed };
+    process.stderr.write(`  store appends ... [${elapsed()}]\n`);
+    scaling.appends = {
+      concurrent: (await parley.request("storeAppends", { count: 20_000, concurrency: 64 })).perSecond,
+      sequential: (await parley.request("storeAppends", { count: 5_000, concurrency: 1 })).perSecond,
+    };
+  } finally {
+    await parley.stop();
+  }
+
+  async function heldStreams(label, script, env) {
+    process.stderr.write(`  ${HELD_STREAMS} open streams: ${label} ... [${elapsed()}]\n`);
+    const server = await startChild(script, { env, execArgv: gcArgv });
+    try {
+      const url = server.info.jsonRpcUrl;
+      if (!url) return { skipped: server.info.bridgeError };
+      // A few streams first, so lazily built code and pools are not counted as per-stream memory.
+      await load.request("openStreams", { spec: { url, count: 20 } });
+      await load.request("awaitStreams");
+      const base = await server.request("gc");
+      const opened = await load.request("openStreams", { spec: { url, count: HELD_STREAMS } });
+      const open = await server.request("gc");
+      const ended = await load.request("awaitStreams");
+      await new Promise((r) => setTimeout(r, 500));
+      const after = await server.request("gc");
+      return {
+        opened: opened.open,
+        completed: ended.ok,
+        failed: ended.failed,
+        rssGrowth: open.rss - base.rss,
+        heapGrowth: open.heapUsed - base.heapUsed,
+        rssAfter: after.rss - base.rss,
+        heapAfter: after.heapUsed - base.heapUsed,
+      };
+    } finally {
+      await server.stop();
+    }
+  }
+  scaling.streams = {
+    parley: await heldStreams("Parley bridge", "servers/parley.mjs", { PARLEY_ECHO_DELAY_MS: String(STREAM_DELAY_MS) }),
+    anchor: await heldStreams("anchor", "servers/anchor.mjs", { ANCHOR_REPLY: "stream", ANCHOR_DELAY_MS: String(STREAM_DELAY_MS) }),
+  };
+}
+
+await load.stop();
+
+const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
+printReport({
+  machine: { nproc: cpus().length, cpuModel, node: process.version },
+  settings: { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, concurrency: CONCURRENCY, heldStreams: HELD_STREAMS },
+  rows,
+  scaling,
+  elapsedS: (performance.now() - started) / 1000,
+});

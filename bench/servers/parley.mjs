@@ -1,0 +1,132 @@
+// Parley as it is deployed: durable history on (LevelDB in a temp dir), the
+// h2c listener for gRPC and Connect, and, when the bridge package is built,
+// the JSON-RPC bridge in embedded mode on top of the in-process transport.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { MessageSchema, Role } from "@parley/proto";
+import { createParley, loadConfig, openModeTenant } from "@parley/server";
+import { serveControl } from "../lib/child-ipc.mjs";
+
+const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
+const config = loadConfig({ argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"], env: process.env });
+const parley = await createParley(config);
+const { address } = await parley.listen();
+
+let bridge;
+let bridgeError;
+try {
+  const { createBridge, createBridgeLogger } = await import("@parley/bridge");
+  bridge = await createBridge({
+    upstream: parley.inProcessTransport(),
+    cards: parley,
+    host: "127.0.0.1",
+    port: 0,
+    grpcAddress: address,
+    logger: createBridgeLogger("warn"),
+  });
+  bridge.server.keepAliveTimeout = 60_000;
+} catch (error) {
+  bridgeError = String(error?.message ?? error);
+}
+
+const store = parley.store;
+const payloadOf = (text, role) =>
+  toBinary(MessageSchema, create(MessageSchema, { messageId: randomUUID(), role, parts: [{ content: { case: "text", value: text } }] }));
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)];
+}
+
+serveControl({
+  // Fills a thread straight through the store, in batches, the way an import would.
+  async fill({ contextId, count }) {
+    const key = { tenant: openModeTenant, contextId };
+    const text = "x".repeat(100);
+    const started = performance.now();
+    for (let done = 0; done < count; ) {
+      const n = Math.min(10_000, count - done);
+      const inputs = [];
+      for (let i = 0; i < n; i++) {
+        const user = (done + i) % 2 === 0;
+        inputs.push({ messageId: randomUUID(), provenance: user ? "user" : "agent", payload: payloadOf(text, user ? Role.USER : Role.AGENT) });
+      }
+      await store.importMessages(key, inputs);
+      done += n;
+    }
+    return { ms: performance.now() - started };
+  },
+  // The engine's history read for one turn: the newest maxMessages+1 records of the thread.
+  async historyRead({ contextId, reps }) {
+    const key = { tenant: openModeTenant, contextId };
+    const count = config.history.maxMessages + 1;
+    for (let i = 0; i < 50; i++) await store.tail(key, count);
+    const times = [];
+    for (let i = 0; i < reps; i++) {
+      const t = performance.now();
+      await store.tail(key, count);
+      times.push(performance.now() - t);
+    }
+    return { medianMs: median(times) };
+  },
+  // Idle conversations made through the engine itself (no network), each with one completed turn.
+  async conversations({ count, concurrency }) {
+    const caller = { tenant: openModeTenant, agent: parley.agentNames()[0] };
+    let next = 0;
+    let failed = 0;
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < count) {
+          next++;
+          try {
+            const outcome = await parley.engine.send(caller, {
+              message: create(MessageSchema, {
+                messageId: randomUUID(),
+                contextId: `idle-${randomUUID()}`,
+                role: Role.USER,
+                parts: [{ content: { case: "text", value: "z".repeat(100) } }],
+              }),
+            });
+            if (outcome.kind === "run") await outcome.run.settled;
+          } catch {
+            failed++;
+          }
+        }
+      }),
+    );
+    return { created: count - failed, failed };
+  },
+  async storeAppends({ count, concurrency }) {
+    const payload = payloadOf("y".repeat(100), Role.USER);
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async (_, w) => {
+        const key = { tenant: openModeTenant, contextId: `append-${w}-${randomUUID()}` };
+        while (next < count) {
+          next++;
+          await store.append(key, { messageId: randomUUID(), provenance: "user", payload });
+        }
+      }),
+    );
+    const ms = performance.now() - started;
+    return { perSecond: (count / ms) * 1000 };
+  },
+  async stop() {
+    await bridge?.close();
+    await parley.close();
+    rmSync(dataDir, { recursive: true, force: true });
+    setImmediate(() => process.exit(0));
+  },
+});
+
+process.send({
+  ready: true,
+  grpcUrl: `http://${address}`,
+  jsonRpcUrl: bridge?.url,
+  bridgeError,
+});
