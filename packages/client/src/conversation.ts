@@ -219,7 +219,9 @@ export function createConversation(backend: ConversationBackend, options: Conver
       const events = backend.a2a.sendStreamingMessage(request(text, messageId), { ...defaults, ...callOptions });
       for await (const event of events) {
         const { delta, status } = builder.apply(event);
+        // Known as soon as the server names them, so a caller can cancel a task still running.
         if (builder.task?.contextId) contextId = builder.task.contextId;
+        if (builder.task?.id) taskId = builder.task.id;
         // A full task after chunks repeats text already yielded.
         if (delta && !(event.payload.case === "task" && reply !== "")) {
           reply += delta;
