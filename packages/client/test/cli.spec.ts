@@ -106,15 +106,20 @@ describe("parley send", () => {
   });
 
   it("reaches URL targets: http(s) as JSON-RPC, grpc://host:port as gRPC", async () => {
-    const jsonRpc = await parley(["send", "--to", front.url, "by url"]);
+    const [jsonRpc, grpc] = await Promise.all([
+      parley(["send", "--to", front.url, "by url"]),
+      parley(["send", "--to", server.baseUrl.replace("http://", "grpc://"), "by grpc url"]),
+    ]);
     expect(jsonRpc).toMatchObject({ code: 0, stdout: "by url\n" });
-    const grpc = await parley(["send", "--to", server.baseUrl.replace("http://", "grpc://"), "by grpc url"]);
     expect(grpc).toMatchObject({ code: 0, stdout: "by grpc url\n" });
   });
 
   it("an unknown target exits 3 and lists every rule tried and the known targets", async () => {
     const seeded = doneOf((await parley(["send", "--json", "seed a thread"])).stdout).done.contextId!;
-    const result = await parley(["send", "--to", "nobody", "hi"]);
+    const [result, missingThread] = await Promise.all([
+      parley(["send", "--to", "nobody", "hi"]),
+      parley(["send", "--to", "ctx-00000000-dead", "hi"]),
+    ]);
     expect(result.code).toBe(3);
     expect(result.stderr).toContain('target "nobody" not found');
     expect(result.stderr).toContain("URL: not an http://, https:// or grpc:// URL");
@@ -123,18 +128,19 @@ describe("parley send", () => {
     expect(result.stderr).toMatch(/a2a:bridge\s+peer/);
     expect(result.stderr).toContain(seeded);
 
-    const missingThread = await parley(["send", "--to", "ctx-00000000-dead", "hi"]);
     expect(missingThread.code).toBe(3);
     expect(missingThread.stderr).toContain("no live thread ctx-00000000-dead for this tenant");
   });
 
   it("an ambiguous name (a peer and a hosted agent) exits 2 and says how to pick one", async () => {
-    const result = await parley(["send", "--to", "echo", "hi"]);
+    const [result, agent] = await Promise.all([
+      parley(["send", "--to", "echo", "hi"]),
+      parley(["send", "--to", "agent:echo", "picked"]),
+    ]);
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('target "echo" is ambiguous');
     expect(result.stderr).toContain("say a2a:echo");
     expect(result.stderr).toContain("say agent:echo");
-    const agent = await parley(["send", "--to", "agent:echo", "picked"]);
     expect(agent).toMatchObject({ code: 0, stdout: "picked\n" });
   });
 
@@ -148,22 +154,25 @@ describe("parley send", () => {
   });
 
   it("usage errors exit 2 and name what was wrong", async () => {
-    expect(await parley(["send"])).toMatchObject({ code: 2 });
-    expect((await parley(["send"])).stderr).toContain("send needs TEXT");
-    const badOption = await parley(["send", "--bogus", "x"]);
+    const [noText, badOption, badScheme, badConfig] = await Promise.all([
+      parley(["send"]),
+      parley(["send", "--bogus", "x"]),
+      parley(["send", "--to", "ftp://x", "hi"]),
+      parley(["send", "hi"], { env: { PARLEY_CLIENT_CONFIG: join(home.path, "absent.json") } }),
+    ]);
+    expect(noText.code).toBe(2);
+    expect(noText.stderr).toContain("send needs TEXT");
     expect(badOption.code).toBe(2);
     expect(badOption.stderr).toContain("unknown option '--bogus'");
-    const badScheme = await parley(["send", "--to", "ftp://x", "hi"]);
     expect(badScheme.code).toBe(2);
     expect(badScheme.stderr).toContain('unsupported URL scheme "ftp://"');
-    const badConfig = await parley(["send", "hi"], { env: { PARLEY_CLIENT_CONFIG: join(home.path, "absent.json") } });
     expect(badConfig.code).toBe(2);
     expect(badConfig.stderr).toContain("cannot read the client config");
   });
 
   it("--help on every command documents the exit codes", async () => {
-    for (const args of [["--help"], ["send", "--help"], ["threads", "--help"], ["threads", "show", "--help"]]) {
-      const result = await parley(args);
+    const commands = [["--help"], ["send", "--help"], ["threads", "--help"], ["threads", "show", "--help"]];
+    for (const result of await Promise.all(commands.map((args) => parley(args)))) {
       expect(result.code).toBe(0);
       expect(result.stdout).toContain("4  busy or conflict");
     }
@@ -176,13 +185,15 @@ describe("parley threads", () => {
     const contextId = done.contextId!;
     await parley(["send", "--context", contextId, "two"]);
 
-    const list = await parley(["threads", "list"]);
+    const list = await parley(["threads", "list", "--limit", "100"]);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`^${contextId}  4 messages`, "m"));
 
-    const oldest = await parley(["threads", "show", contextId, "--oldest-first", "--limit", "2"]);
+    const [oldest, newest] = await Promise.all([
+      parley(["threads", "show", contextId, "--oldest-first", "--limit", "2"]),
+      parley(["threads", "show", contextId, "--limit", "1"]),
+    ]);
     expect(oldest.stdout).toBe(`[1] user: one\n[2] agent: one\n`);
-    const newest = await parley(["threads", "show", contextId, "--limit", "1"]);
     expect(newest.stdout).toMatch(/^\[4\] agent: /);
 
     const deleted = await parley(["threads", "delete", contextId]);
@@ -202,7 +213,7 @@ describe("busy thread", () => {
 
   beforeAll(async () => {
     // Slow enough that the task is certainly still running while the CLI's send arrives; it is canceled afterwards.
-    slow = await startServer({ PARLEY_ECHO_DELAY_MS: "5000" });
+    slow = await startServer({ PARLEY_ECHO_DELAY_MS: "1500" });
     client = createParleyClient({ baseUrl: slow.baseUrl, protocol: "grpc" });
   });
 
