@@ -16,12 +16,12 @@ const withScaling = !args.has("--no-scaling");
 const quick = args.has("--quick");
 const profile = args.has("--profile");
 
-const WARMUP_MS = quick ? 500 : 1_500;
-const MEASURE_MS = quick ? 1_500 : 4_000;
+const WARMUP_MS = quick ? 500 : 1_000;
+const MEASURE_MS = quick ? 1_500 : 3_000;
 const MAX_REQUESTS = 200_000;
 const CONCURRENCY = 64;
 const HELD_STREAMS = 1_000;
-const STREAM_DELAY_MS = 1_200;
+const STREAM_DELAY_MS = 700;
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
@@ -78,7 +78,6 @@ if (!scalingOnly) {
     sc("bridge-send-reused", "Parley bridge (embedded)", "jsonrpc", "send", "reused", "anchor-jsonrpc-send-reused"),
     sc("bridge-stream", "Parley bridge (embedded)", "jsonrpc", "stream", "fresh", "anchor-jsonrpc-stream"),
     sc("grpc-send", "Parley gRPC", "grpc", "send", "fresh", "anchor-grpc-send"),
-    sc("grpc-send-reused", "Parley gRPC", "grpc", "send", "reused", "anchor-grpc-send"),
     sc("grpc-stream", "Parley gRPC", "grpc", "stream", "fresh", "anchor-grpc-stream"),
     sc("connect-send", "Parley Connect (h2)", "connect", "send", "fresh", "anchor-grpc-send"),
     sc("connect-stream", "Parley Connect (h2)", "connect", "stream", "fresh", "anchor-grpc-stream"),
@@ -100,8 +99,8 @@ if (withScaling && !only) {
     // Alternating the two keeps drift (GC, compaction) from landing on one side only.
     const sendTimes = { small: [], big: [] };
     for (let i = 0; i < 3; i++) {
-      sendTimes.small.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-10", reps: 60 } })).medianMs);
-      sendTimes.big.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-100k", reps: 60 } })).medianMs);
+      sendTimes.small.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-10", reps: 40 } })).medianMs);
+      sendTimes.big.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-100k", reps: 40 } })).medianMs);
     }
     const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     scaling.history = {
@@ -118,8 +117,8 @@ if (withScaling && !only) {
     scaling.idle = { created: made.created, rssGrowth: idle.rss - base.rss, heapGrowth: idle.heapUsed - base.heapUsed };
     process.stderr.write(`  store appends ... [${elapsed()}]\n`);
     scaling.appends = {
-      concurrent: (await parley.request("storeAppends", { count: 20_000, concurrency: 64 })).perSecond,
-      sequential: (await parley.request("storeAppends", { count: 5_000, concurrency: 1 })).perSecond,
+      concurrent: (await parley.request("storeAppends", { count: 4_000, concurrency: 64 })).perSecond,
+      sequential: (await parley.request("storeAppends", { count: 1_000, concurrency: 1 })).perSecond,
     };
   } finally {
     await parley.stop();
