@@ -2,10 +2,10 @@ import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createBridge, createBridgeLogger } from "@parley/bridge";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConversation, createParleyClient, type ParleyClient } from "../src/index.js";
 import { startServer, type TestServer, tempDir } from "./harness.js";
-import { startJsonRpcFront } from "./json-rpc-front.js";
 
 const cli = resolve(dirname(fileURLToPath(import.meta.url)), "../dist/cli.js");
 
@@ -38,7 +38,12 @@ function parley(args: string[], options: { stdin?: string; env?: NodeJS.ProcessE
 
 beforeAll(async () => {
   server = await startServer();
-  front = await startJsonRpcFront(server.parley.inProcessTransport());
+  front = await createBridge({
+    upstream: server.parley.inProcessTransport(),
+    cards: server.parley,
+    port: 0,
+    logger: createBridgeLogger("silent"),
+  });
   const grpcUrl = server.baseUrl;
   writeFileSync(
     configFile,
