@@ -155,7 +155,8 @@ export type StoreErrorCode =
   | "INVALID_CURSOR" // a cursor that this store did not issue for this query
   | "LOCKED" // another process (or instance) owns the database
   | "CLOSED" // the store was closed
-  | "CORRUPT"; // a record failed its own consistency checks
+  | "CORRUPT" // a record failed its own consistency checks
+  | "FENCED"; // a write carried a lease fence that is no longer the live lease of its context
 
 export class StoreError extends Error {
   override readonly name = "StoreError";
@@ -179,3 +180,108 @@ export const idLimits = {
 
 /** The terminal lf.a2a.v1.TaskState values (COMPLETED, FAILED, CANCELED, REJECTED). */
 export const terminalTaskStates: ReadonlySet<number> = new Set([3, 4, 5, 7]);
+
+// ---- multi-replica pieces: leases, fenced writes, task event logs ----
+
+/**
+ * Proof of holding a context's lease. `token` grows by one with every grant
+ * of that context, so a write carrying an older token can be refused.
+ */
+export interface Fence {
+  readonly key: ThreadKey;
+  readonly taskId: string;
+  readonly token: number;
+}
+
+/** A granted lease; `orphan` names the task of an expired lease that nobody ended (the caller must end it). */
+export interface LeaseGrant extends Fence {
+  readonly orphan?: { readonly taskId: string; readonly token: number };
+}
+
+/** A lease whose holder stopped renewing it and that was never released. */
+export interface ExpiredLease {
+  readonly key: ThreadKey;
+  readonly taskId: string;
+  readonly token: number;
+}
+
+export interface RenewResult {
+  /** False once the lease expired or passed to another holder: the holder must stop writing. */
+  readonly held: boolean;
+  /** A cancel was requested for the lease's task (recorded, so a missed notification is seen here). */
+  readonly cancelRequested: boolean;
+}
+
+/** The live holder of a context, for error messages and cancel routing. */
+export interface LeaseHolder {
+  readonly taskId: string;
+  readonly token: number;
+}
+
+/**
+ * One in-flight task per context, across every replica sharing the backend.
+ * Expiry is judged by the backend's clock, never by the caller's.
+ */
+export interface ContextLeases {
+  /** Grants the lease at once or returns null at once when it is held and not expired. */
+  tryAcquire(key: ThreadKey, taskId: string, ttlMs: number): Promise<LeaseGrant | null>;
+  renew(fence: Fence, ttlMs: number): Promise<RenewResult>;
+  /** Frees the context; false when the fence was no longer the live lease. */
+  release(fence: Fence): Promise<boolean>;
+  holder(key: ThreadKey): Promise<LeaseHolder | undefined>;
+  /** Leases past their expiry that were never released, oldest first. */
+  expired(limit: number): Promise<ExpiredLease[]>;
+  /** Takes an expired lease over (token + 1) so the caller can end its task; null if someone else did. */
+  takeOver(lease: ExpiredLease, ttlMs: number): Promise<Fence | null>;
+  /** Records a cancel for the context's live task and wakes its holder; false when `taskId` holds no live lease. */
+  requestCancel(key: ThreadKey, taskId: string): Promise<boolean>;
+  /** Calls `handler` when a cancel is requested for a lease (on any replica); returns the unsubscribe. */
+  onCancel(handler: (key: ThreadKey, taskId: string) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** Write options of the executor: a write with a fence lands only while that fence is the live lease. */
+export interface WriteOptions {
+  readonly fence?: Fence;
+}
+
+/** A ThreadStore whose executor writes can be fenced; writes without a fence behave as ThreadStore's. */
+export interface FencedThreadStore extends ThreadStore {
+  append(key: ThreadKey, input: AppendInput, task?: TaskRecord, options?: WriteOptions): Promise<AppendResult>;
+  putTask(task: TaskRecord, options?: WriteOptions): Promise<void>;
+}
+
+/** One event of a task's stream; `seq` is 1 for the task's first event and grows by one. */
+export interface TaskEvent {
+  readonly seq: number;
+  readonly payload: Uint8Array;
+  /** The last event of a run: a subscriber stops after it. */
+  readonly final: boolean;
+}
+
+/** The durable per-task event log every replica replays and follows. */
+export interface TaskEventLog {
+  /**
+   * Appends events with consecutive seqs following the last stored one. Fails
+   * with FENCED when the fence is stale, and with CORRUPT when a seq is taken.
+   */
+  append(tenant: string, taskId: string, events: readonly TaskEvent[], fence: Fence): Promise<void>;
+  /** Events with seq > afterSeq, in order, at most `limit`. */
+  read(tenant: string, taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]>;
+  /** The highest stored seq, 0 when there is none. */
+  lastSeq(tenant: string, taskId: string): Promise<number>;
+  /** Replays events after `afterSeq`, then follows new ones until a final event or the signal aborts. */
+  subscribe(tenant: string, taskId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<TaskEvent>;
+  /** Drops the logs of tasks whose last event is final and older than `olderThanMs`; returns how many. */
+  sweep(olderThanMs: number): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** A backend with everything a replica needs: threads and tasks, leases, and task event logs. */
+export interface StoreBackend {
+  readonly kind: "level" | "postgres";
+  readonly store: FencedThreadStore;
+  readonly leases: ContextLeases;
+  readonly events: TaskEventLog;
+  close(): Promise<void>;
+}

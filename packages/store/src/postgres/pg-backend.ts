@@ -1,0 +1,86 @@
+import { randomBytes } from "node:crypto";
+import { hostname } from "node:os";
+import pg from "pg";
+import type { StoreBackend } from "../types.js";
+import { migrate } from "./migrations.js";
+import { createPgEventLog } from "./pg-event-log.js";
+import { createPgLeases } from "./pg-leases.js";
+import { createPgListener, type PgListener } from "./pg-listener.js";
+import { createPgThreadStore } from "./pg-thread-store.js";
+
+export interface PostgresBackendOptions {
+  /** A postgres:// or postgresql:// connection URL. */
+  readonly url: string;
+  /** Connections in this replica's pool (the LISTEN connection is extra). */
+  readonly poolSize?: number;
+  /** Apply pending migrations on open (true by default). */
+  readonly migrate?: boolean;
+  /** The clock for thread and task timestamps; lease expiry always uses the database clock. */
+  readonly now?: () => number;
+  /** The follower safety-net poll, in milliseconds. */
+  readonly pollMs?: number;
+  /** Names this replica in lease rows. */
+  readonly holder?: string;
+  readonly onError?: (error: Error) => void;
+}
+
+export interface PostgresBackend extends StoreBackend {
+  readonly kind: "postgres";
+  readonly pool: pg.Pool;
+  readonly listener: PgListener;
+}
+
+/** Opens the PostgreSQL backend: pool, schema, listener, store, leases and event log of one replica. */
+export async function createPostgresBackend(options: PostgresBackendOptions): Promise<PostgresBackend> {
+  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+  // An idle pooled client that loses its connection emits here; without a listener it would crash the process.
+  pool.on("error", (error) => options.onError?.(error));
+  try {
+    await pool.query("SELECT 1");
+  } catch (cause) {
+    await pool.end().catch(() => {});
+    throw new Error(`cannot reach PostgreSQL at ${redact(options.url)}: ${(cause as Error).message}`, { cause });
+  }
+  try {
+    if (options.migrate !== false) await migrate(pool);
+  } catch (cause) {
+    await pool.end().catch(() => {});
+    throw cause;
+  }
+  const listener = createPgListener({
+    connectionString: options.url,
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
+  const store = createPgThreadStore({ pool, ...(options.now ? { now: options.now } : {}) });
+  const leases = createPgLeases({ pool, listener, holder, ...(options.onError ? { onError: options.onError } : {}) });
+  const events = createPgEventLog({ pool, listener, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
+  let closing: Promise<void> | undefined;
+  return {
+    kind: "postgres",
+    store,
+    leases,
+    events,
+    pool,
+    listener,
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled([events.close(), leases.close(), store.close()]);
+        await listener.close();
+        await pool.end();
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The URL without its password, for error messages and logs. */
+export function redact(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = "***";
+    return parsed.toString();
+  } catch {
+    return "(an unparsable URL)";
+  }
+}

@@ -1,0 +1,217 @@
+import type pg from "pg";
+import { abortPromise, checkAfterSeq, checkEventBatch } from "../events/check-events.js";
+import { checkId } from "../ids.js";
+import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
+import { asBuffer, asBytes, taskKeyOf, threadKeyOf } from "./keys.js";
+import { eventChannel, type PgListener } from "./pg-listener.js";
+import { isUniqueViolation } from "./pg-thread-store.js";
+
+export interface PgEventLogOptions {
+  readonly pool: pg.Pool;
+  readonly listener: PgListener;
+  /** The safety-net poll of a follower that heard nothing; notifications normally wake it first. */
+  readonly pollMs?: number;
+  /** How many events one catch-up read fetches. */
+  readonly readBatch?: number;
+}
+
+interface Follower {
+  version: number;
+  wake: () => void;
+}
+
+interface EventRow {
+  seq: string;
+  payload: Buffer;
+  final: boolean;
+}
+
+const toEvent = (row: EventRow): TaskEvent => ({
+  seq: Number(row.seq),
+  payload: asBytes(row.payload),
+  final: row.final,
+});
+
+/**
+ * Task event logs in one table. An append inserts the events, checks the
+ * fence and sends a NOTIFY carrying only "<task key hex>:<last seq>" in a
+ * single statement (one transaction). Followers treat the notification as a
+ * wake-up and read the table, so a missed notification costs latency, never
+ * an event.
+ */
+export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
+  const { pool, listener } = options;
+  const pollMs = options.pollMs ?? 1000;
+  const readBatch = options.readBatch ?? 256;
+  const followers = new Map<string, Set<Follower>>();
+  let closed = false;
+  let closeAll = () => {};
+  const closing = new Promise<void>((resolve) => {
+    closeAll = resolve;
+  });
+  const open = (name: string) => {
+    if (closed) throw new StoreError("CLOSED", `${name} called after the PostgreSQL event log was closed`);
+  };
+  const wakeAll = (set: Iterable<Follower> | undefined) => {
+    for (const f of set ?? []) {
+      f.version++;
+      f.wake();
+    }
+  };
+
+  const unlisten = listener.on(eventChannel, (payload) => {
+    const colon = payload.indexOf(":");
+    wakeAll(followers.get(colon < 0 ? payload : payload.slice(0, colon)));
+  });
+  // Whatever was notified while the connection was down is gone: every follower re-reads.
+  const unreconnect = listener.onReconnect(() => {
+    for (const set of followers.values()) wakeAll(set);
+  });
+
+  async function read(taskKey: Buffer, afterSeq: number, limit: number): Promise<TaskEvent[]> {
+    const { rows } = await pool.query<EventRow>(
+      "SELECT seq, payload, final FROM parley_task_events WHERE task_key = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+      [taskKey, afterSeq, limit],
+    );
+    return rows.map(toEvent);
+  }
+
+  return {
+    async append(tenant, taskId, events, fence) {
+      open("append");
+      checkId("tenant", tenant);
+      checkEventBatch(taskId, events, -1);
+      if (fence.key.tenant !== tenant) throw new RangeError("the fence belongs to another tenant than the task");
+      const taskKey = taskKeyOf(tenant, taskId);
+      const first = events[0]!.seq;
+      const last = events[events.length - 1]!.seq;
+      let rows: { fenced: boolean; inserted: string }[];
+      try {
+        ({ rows } = await pool.query(
+          `WITH f AS (
+             SELECT 1 FROM parley_context_leases
+             WHERE thread_key = $1 AND token = $2 AND expires_at > now() FOR SHARE),
+           ins AS (
+             INSERT INTO parley_task_events (task_key, seq, payload, final)
+             SELECT $3, e.seq, e.payload, e.final
+             FROM unnest($4::bigint[], $5::bytea[], $6::boolean[]) AS e(seq, payload, final)
+             WHERE EXISTS (SELECT 1 FROM f)
+               AND (SELECT coalesce(max(seq), 0) FROM parley_task_events WHERE task_key = $3) = $7
+             RETURNING seq),
+           n AS (
+             SELECT pg_notify('${eventChannel}', $8) FROM (SELECT count(*) AS c FROM ins) x WHERE x.c > 0)
+           SELECT NOT EXISTS (SELECT 1 FROM f) AS fenced, (SELECT count(*) FROM ins) AS inserted,
+                  (SELECT count(*) FROM n) AS notified`,
+          [
+            threadKeyOf(fence.key.tenant, fence.key.contextId),
+            fence.token,
+            taskKey,
+            events.map((e) => e.seq),
+            events.map((e) => asBuffer(e.payload)),
+            events.map((e) => e.final),
+            first - 1,
+            `${taskKey.toString("hex")}:${last}`,
+          ],
+        ));
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        rows = [{ fenced: false, inserted: "0" }];
+      }
+      const row = rows[0]!;
+      if (row.fenced) {
+        throw new StoreError(
+          "FENCED",
+          `lease token ${fence.token} of task ${fence.taskId} is no longer the live lease of context ${JSON.stringify(fence.key.contextId)}`,
+        );
+      }
+      if (Number(row.inserted) !== events.length) {
+        throw new StoreError("CORRUPT", `events of task ${taskId} must continue the log at seq ${first}; it does not`);
+      }
+    },
+
+    async read(tenant, taskId, afterSeq, limit) {
+      open("read");
+      checkAfterSeq(afterSeq);
+      if (!Number.isSafeInteger(limit) || limit < 1)
+        throw new RangeError(`limit must be an integer >= 1, got ${limit}`);
+      return read(taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId)), afterSeq, limit);
+    },
+
+    async lastSeq(tenant, taskId) {
+      open("lastSeq");
+      const { rows } = await pool.query<{ last: string }>(
+        "SELECT coalesce(max(seq), 0) AS last FROM parley_task_events WHERE task_key = $1",
+        [taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId))],
+      );
+      return Number(rows[0]!.last);
+    },
+
+    subscribe(tenant, taskId, afterSeq, signal) {
+      open("subscribe");
+      const taskKey = taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId));
+      const hex = taskKey.toString("hex");
+      checkAfterSeq(afterSeq);
+      return (async function* follow() {
+        const follower: Follower = { version: 0, wake: () => {} };
+        const set = followers.get(hex) ?? new Set<Follower>();
+        followers.set(hex, set);
+        set.add(follower);
+        const abort = abortPromise(signal);
+        try {
+          // LISTEN first, then read: an event committed in between is either read or notified.
+          await Promise.race([listener.ready(), abort.promise, closing]);
+          let last = afterSeq;
+          while (!signal.aborted && !closed) {
+            const seen = follower.version;
+            const changed = new Promise<void>((resolve) => {
+              follower.wake = resolve;
+            });
+            const batch = await read(taskKey, last, readBatch);
+            for (const event of batch) {
+              last = event.seq;
+              yield event;
+              if (event.final) return;
+            }
+            if (batch.length === readBatch || follower.version !== seen) continue;
+            let timer: NodeJS.Timeout | undefined;
+            const poll = new Promise<void>((resolve) => {
+              timer = setTimeout(resolve, pollMs);
+            });
+            await Promise.race([changed, poll, abort.promise, closing]);
+            clearTimeout(timer);
+          }
+        } finally {
+          abort.dispose();
+          set.delete(follower);
+          if (set.size === 0 && followers.get(hex) === set) followers.delete(hex);
+        }
+      })();
+    },
+
+    async sweep(olderThanMs) {
+      open("sweep");
+      if (!Number.isSafeInteger(olderThanMs) || olderThanMs < 0) {
+        throw new RangeError(`olderThanMs must be a non-negative integer, got ${olderThanMs}`);
+      }
+      const { rows } = await pool.query<{ n: string }>(
+        `WITH last AS (
+           SELECT DISTINCT ON (task_key) task_key, final, created_at
+           FROM parley_task_events ORDER BY task_key, seq DESC),
+         done AS (
+           SELECT task_key FROM last WHERE final AND created_at < now() - make_interval(secs => $1)),
+         gone AS (
+           DELETE FROM parley_task_events e USING done WHERE e.task_key = done.task_key RETURNING e.task_key)
+         SELECT count(DISTINCT task_key) AS n FROM gone`,
+        [olderThanMs / 1000],
+      );
+      return Number(rows[0]!.n);
+    },
+
+    async close() {
+      closed = true;
+      closeAll();
+      unlisten();
+      unreconnect();
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import pg from "pg";
+
+export const eventChannel = "parley_ev";
+export const controlChannel = "parley_ctl";
+
+export interface PgListenerOptions {
+  readonly connectionString: string;
+  /** Reports connection trouble; the listener keeps reconnecting regardless. */
+  readonly onError?: (error: Error) => void;
+}
+
+/**
+ * The one LISTEN connection of a replica: a dedicated client outside the pool
+ * (a pooled connection would be closed when idle, taking its LISTEN with it).
+ * Notifications are only wake-ups: after every (re)connect every follower is
+ * woken to catch up from the table, because nothing sent while the
+ * connection was down is ever delivered.
+ */
+export interface PgListener {
+  /** Resolves once LISTEN is active on a live connection. */
+  ready(): Promise<void>;
+  on(channel: string, handler: (payload: string) => void): () => void;
+  /** Called after each reconnect, once LISTEN is active again. */
+  onReconnect(handler: () => void): () => void;
+  /** The backend pid of the current listening connection (for diagnostics and failure tests). */
+  readonly pid: number | undefined;
+  close(): Promise<void>;
+}
+
+export function createPgListener(options: PgListenerOptions): PgListener {
+  const handlers = new Map<string, Set<(payload: string) => void>>();
+  const reconnectHandlers = new Set<() => void>();
+  let client: pg.Client | undefined;
+  let pid: number | undefined;
+  let closed = false;
+  let connecting: Promise<void> | undefined;
+  let connectedOnce = false;
+  let backoffMs = 50;
+
+  const connect = (): Promise<void> => {
+    if (!connecting) {
+      connecting = (async () => {
+        for (;;) {
+          if (closed) throw new Error("the PostgreSQL listener was closed");
+          const c = new pg.Client({ connectionString: options.connectionString });
+          try {
+            c.on("error", (error) => lost(c, error));
+            c.on("end", () => lost(c, new Error("the listener connection ended")));
+            c.on("notification", (n) => {
+              for (const handler of handlers.get(n.channel) ?? []) handler(n.payload ?? "");
+            });
+            await c.connect();
+            await c.query(`LISTEN ${eventChannel}; LISTEN ${controlChannel}`);
+            const { rows } = await c.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+            if (closed) {
+              c.removeAllListeners("end");
+              await c.end().catch(() => {});
+              throw new Error("the PostgreSQL listener was closed");
+            }
+            client = c;
+            pid = rows[0]!.pid;
+            backoffMs = 50;
+            if (connectedOnce) for (const handler of reconnectHandlers) handler();
+            connectedOnce = true;
+            return;
+          } catch (error) {
+            if (closed) throw error;
+            c.removeAllListeners("end");
+            c.end().catch(() => {});
+            options.onError?.(error as Error);
+            await new Promise((resolve) => setTimeout(resolve, backoffMs).unref());
+            backoffMs = Math.min(backoffMs * 2, 2000);
+          }
+        }
+      })();
+      connecting.catch(() => {});
+    }
+    return connecting;
+  };
+
+  const lost = (c: pg.Client, error: Error) => {
+    if (client !== c) return;
+    client = undefined;
+    pid = undefined;
+    connecting = undefined;
+    c.removeAllListeners("end");
+    c.end().catch(() => {});
+    if (closed) return;
+    options.onError?.(error);
+    void connect();
+  };
+
+  void connect();
+
+  return {
+    ready: () => (client ? Promise.resolve() : connect()),
+    on(channel, handler) {
+      const set = handlers.get(channel) ?? new Set();
+      handlers.set(channel, set);
+      set.add(handler);
+      return () => set.delete(handler);
+    },
+    onReconnect(handler) {
+      reconnectHandlers.add(handler);
+      return () => reconnectHandlers.delete(handler);
+    },
+    get pid() {
+      return pid;
+    },
+    async close() {
+      closed = true;
+      const c = client;
+      client = undefined;
+      if (c) {
+        c.removeAllListeners("end");
+        await c.end().catch(() => {});
+      }
+    },
+  };
+}

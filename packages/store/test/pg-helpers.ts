@@ -1,0 +1,48 @@
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+
+const defaultUrl = "postgres://postgres@127.0.0.1:5432/postgres";
+
+/** The admin URL of the test server: PARLEY_TEST_PG_URL, or the local default outside CI. */
+export function adminUrl(): string {
+  const url = process.env.PARLEY_TEST_PG_URL;
+  if (url) return url;
+  if (process.env.CI) {
+    throw new Error("PARLEY_TEST_PG_URL is not set: CI must point the PostgreSQL tests at a server (see .ci/run)");
+  }
+  return defaultUrl;
+}
+
+/** Creates a fresh database for one test file; `drop` removes it, closing whatever still uses it. */
+export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const admin = adminUrl();
+  const name = `parley_t_${randomBytes(6).toString("hex")}`;
+  const client = new pg.Client({ connectionString: admin });
+  try {
+    await client.connect();
+  } catch (cause) {
+    throw new Error(
+      `PostgreSQL is unreachable at ${admin} (${(cause as Error).message}); start it, or set PARLEY_TEST_PG_URL`,
+      { cause },
+    );
+  }
+  try {
+    await client.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    async drop() {
+      const c = new pg.Client({ connectionString: admin });
+      await c.connect();
+      try {
+        await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      } finally {
+        await c.end();
+      }
+    },
+  };
+}
