@@ -396,8 +396,46 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
   return store;
 }
 
+/** Where a task's index entries sit: all a rewrite needs to remove them. */
+interface TaskIndexPosition {
+  readonly tenant: string;
+  readonly contextId: string;
+  readonly updatedAt: number;
+}
+
+/** How many task index positions stay cached; a miss only costs one read. */
+const TASK_POSITION_CACHE_SIZE = 10_000;
+/** How many thread meta records stay cached. */
+const META_CACHE_SIZE = 10_000;
+
 class LevelStore implements LevelThreadStore {
   private readonly locks = createKeyedMutex();
+  /**
+   * Index positions of recently written tasks, so rewriting a task (twice per
+   * send) needs no read of the old record. Sound because this process is the
+   * database's only owner (the LevelDB lock), and entries change only under
+   * the task's lock, after their batch is written.
+   */
+  private readonly taskPositions = new Map<string, TaskIndexPosition>();
+  /**
+   * Meta records of recently written or read threads, for the same reason:
+   * an append then needs at most the message-id read, and a history read
+   * none. Every path that changes a meta record updates or drops its entry.
+   */
+  private readonly metas = new Map<string, ThreadMeta>();
+
+  private remember(th: Uint8Array, meta: ThreadMeta | undefined): void {
+    const hex = toHex(th);
+    this.metas.delete(hex);
+    if (!meta) return;
+    this.metas.set(hex, meta);
+    if (this.metas.size > META_CACHE_SIZE) this.metas.delete(this.metas.keys().next().value!);
+  }
+
+  private cachedMeta(th: Uint8Array, tenant: string, contextId: string): ThreadMeta | undefined {
+    const meta = this.metas.get(toHex(th));
+    return meta && meta.tenant === tenant && meta.contextId === contextId ? meta : undefined;
+  }
   private readonly inFlight = new Set<Promise<unknown>>();
   private closing: Promise<void> | undefined;
 
@@ -430,6 +468,8 @@ class LevelStore implements LevelThreadStore {
 
   /** The meta of a thread, or undefined; CORRUPT if the record is not this thread's. */
   private async readMeta(th: Uint8Array, tenant: string, contextId: string): Promise<DecodedMeta | undefined> {
+    const cached = this.cachedMeta(th, tenant, contextId);
+    if (cached) return cached;
     const k = key(T_META, th);
     return this.parseMeta(k, await this.db.get(k), tenant, contextId);
   }
@@ -495,10 +535,17 @@ class LevelStore implements LevelThreadStore {
       return this.locks.run(`t:${toHex(th)}`, async () => {
         const metaKey = key(T_META, th);
         const idKey = key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
-        // One read for both records: the append path is one getMany and one batch.
-        const [rawMeta, rawIds] = await this.db.getMany([metaKey, idKey]);
-        const meta = this.parseMeta(metaKey, rawMeta, tenant, contextId);
-        const entries = meta ? decodeMessageIdEntries(idKey, rawIds, meta.lastSequence) : [];
+        // At most one read for both records: the append path is one getMany (or less) and one batch.
+        let meta: ThreadMeta | undefined = this.cachedMeta(th, tenant, contextId);
+        let rawIds: Uint8Array | undefined;
+        if (!meta) {
+          const [rawMeta, ids] = await this.db.getMany([metaKey, idKey]);
+          meta = this.parseMeta(metaKey, rawMeta, tenant, contextId);
+          rawIds = ids;
+        } else if (!input.fresh) {
+          rawIds = await this.db.get(idKey);
+        }
+        const entries = meta && !input.fresh ? decodeMessageIdEntries(idKey, rawIds, meta.lastSequence) : [];
         const payloadDigest = sha256(input.payload);
         const retry = await this.findRetry(th, entries, payloadDigest, input);
         if (retry) return { message: retry, duplicate: true };
@@ -525,11 +572,17 @@ class LevelStore implements LevelThreadStore {
           { type: "put", key: idKey, value: encodeMessageIdEntries([...entries, { sequence, digest: payloadDigest }]) },
           ...this.threadIndexOps(th, meta, next),
         ];
-        if (task === undefined) {
-          await this.write(ops);
-        } else {
-          await this.withTask(task, async (taskOps) => this.write([...ops, ...taskOps]));
+        try {
+          if (task === undefined) {
+            await this.write(ops);
+          } else {
+            await this.withTask(task, async (taskOps) => this.write([...ops, ...taskOps]));
+          }
+        } catch (error) {
+          this.remember(th, undefined);
+          throw error;
         }
+        this.remember(th, next);
         return { message, duplicate: false };
       });
     });
@@ -547,6 +600,7 @@ class LevelStore implements LevelThreadStore {
       }
       const th = threadHash(tenant, contextId);
       return this.locks.run(`t:${toHex(th)}`, async () => {
+        this.remember(th, undefined);
         const meta = await this.readMeta(th, tenant, contextId);
         if (inputs.length === 0 && meta) return meta;
         const now = this.now();
@@ -726,6 +780,7 @@ class LevelStore implements LevelThreadStore {
    * its own retention, and its records reference the contextId only as data.
    */
   private async deleteLocked(th: Uint8Array, meta: ThreadMeta): Promise<void> {
+    this.remember(th, undefined);
     const tn = tenantHash(meta.tenant);
     await this.write([
       { type: "del", key: key(T_META, th) },
@@ -803,10 +858,14 @@ class LevelStore implements LevelThreadStore {
   /** Runs `write` under the task's lock with the ops that upsert it (old index entries removed first). */
   private withTask<T>(task: TaskRecord, write: (ops: BatchOp[]) => Promise<T>): Promise<T> {
     const tk = taskHash(task.tenant, task.taskId);
-    return this.locks.run(`k:${toHex(tk)}`, async () => {
+    const tkHex = toHex(tk);
+    return this.locks.run(`k:${tkHex}`, async () => {
       const recordKey = key(T_TASK, tk);
-      const raw = await this.db.get(recordKey);
-      const old = raw === undefined ? undefined : decodeOrCorrupt("task", recordKey, () => decodeTask(raw));
+      let old: TaskIndexPosition | undefined = this.taskPositions.get(tkHex);
+      if (!old) {
+        const raw = await this.db.get(recordKey);
+        old = raw === undefined ? undefined : decodeOrCorrupt("task", recordKey, () => decodeTask(raw));
+      }
       const taskIdBytes = encodeUtf8(task.taskId);
       const ops: BatchOp[] = [];
       if (old) {
@@ -831,7 +890,20 @@ class LevelStore implements LevelThreadStore {
       });
       if (!terminalTaskStates.has(task.state))
         ops.push({ type: "put", key: key(T_TASKS_UNFINISHED, tk), value: EMPTY });
-      return write(ops);
+      let written: T;
+      try {
+        written = await write(ops);
+      } catch (error) {
+        // The batch may or may not have landed: forget the position and read it next time.
+        this.taskPositions.delete(tkHex);
+        throw error;
+      }
+      this.taskPositions.delete(tkHex);
+      this.taskPositions.set(tkHex, { tenant: task.tenant, contextId: task.contextId, updatedAt: task.updatedAt });
+      if (this.taskPositions.size > TASK_POSITION_CACHE_SIZE) {
+        this.taskPositions.delete(this.taskPositions.keys().next().value!);
+      }
+      return written;
     });
   }
 

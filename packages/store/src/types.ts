@@ -20,6 +20,12 @@ export interface AppendInput {
   readonly taskId?: string;
   /** The raw message, as received or produced (never augmented). */
   readonly payload: Uint8Array;
+  /**
+   * True when the caller minted `messageId` itself for this very append (a
+   * server-generated UUID), so no earlier message can carry it and the retry
+   * lookup is skipped. Never set it for an id that came from a client.
+   */
+  readonly fresh?: boolean;
 }
 
 /** A message as stored in a thread. */

@@ -278,7 +278,8 @@ export class Engine {
   /** Earlier messages of the thread (before `beforeSequence`), oldest first. */
   private async readHistory(key: ThreadKey, beforeSequence: number): Promise<HistoryEntry[]> {
     const max = this.config.history.maxMessages;
-    if (max <= 0) return [];
+    // The first message of a thread has no history: skip the read.
+    if (max <= 0 || beforeSequence <= 1) return [];
     const tail = await this.store.tail(key, max + 1);
     return tail
       .filter((m) => m.sequence < beforeSequence)
@@ -494,6 +495,8 @@ export class Engine {
           provenance: "agent",
           taskId: run.taskId,
           payload: toBinary(MessageSchema, reply),
+          // The engine minted this messageId just now: no retry of it can exist.
+          fresh: true,
         },
         record,
       );
