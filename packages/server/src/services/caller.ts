@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
+import { clone } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import { A2AService } from "@parley/proto";
+import { A2AService, ErrorInfoSchema } from "@parley/proto";
 import type { ParleyConfig } from "../config.js";
 import type { Caller } from "../engine/engine.js";
 import { createTypedError } from "../errors.js";
@@ -35,6 +36,49 @@ function findTenant(apiKeys: Readonly<Record<string, string>>, token: string): s
   return found;
 }
 
+/** Longest error message sent back; longer ones are cut (see boundError). */
+export const maxErrorMessageChars = 1024;
+/** Longest ErrorInfo metadata value sent back. */
+export const maxErrorMetadataChars = 256;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} more characters)`;
+}
+
+/**
+ * Cuts an error's message and ErrorInfo metadata to a bounded size. Errors
+ * quote what the caller sent (an id, a header), and on gRPC and gRPC-Web they
+ * travel in HTTP/2 trailers: an echo of a 50 kB id overflows the header frame,
+ * and the caller gets a reset stream instead of an error.
+ */
+export function boundError(error: unknown): unknown {
+  if (!(error instanceof ConnectError)) return error;
+  const info = error.findDetails(ErrorInfoSchema)[0];
+  const longMetadata = info && Object.values(info.metadata).some((v) => v.length > maxErrorMetadataChars);
+  if (error.rawMessage.length <= maxErrorMessageChars && !longMetadata) return error;
+  const details = error.details.map((detail) => {
+    if (!("desc" in detail) || detail.desc.typeName !== ErrorInfoSchema.typeName) return detail;
+    const value = clone(ErrorInfoSchema, info!);
+    for (const [k, v] of Object.entries(value.metadata)) value.metadata[k] = clip(v, maxErrorMetadataChars);
+    return { desc: ErrorInfoSchema, value };
+  });
+  return new ConnectError(
+    clip(error.rawMessage, maxErrorMessageChars),
+    error.code,
+    error.metadata,
+    details.filter((d) => "desc" in d),
+    error.cause,
+  );
+}
+
+async function* boundStreamErrors<T>(messages: AsyncIterable<T>): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (error) {
+    throw boundError(error);
+  }
+}
+
 /**
  * Authenticates the caller (bearer API key -> tenant, or open mode), picks the
  * agent, and for A2A methods checks the protocol version and the extensions
@@ -45,7 +89,7 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
   const defaultAgent = agentNames[0]!;
   const { requestsPerSecondPerTenant: rate, requestBurstPerTenant: burst } = config.limits;
   const limiter = createRateLimiter({ ratePerSecond: rate, burst });
-  return (next) => async (req) => {
+  const intercept: Interceptor = (next) => async (req) => {
     let tenant = openModeTenant;
     if (!openMode) {
       const header = req.header.get("authorization") ?? "";
@@ -105,5 +149,16 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
     }
     req.contextValues.set(callerKey, { tenant, agent });
     return next(req);
+  };
+  return (next) => {
+    const inner = intercept(next);
+    return async (req) => {
+      try {
+        const res = await inner(req);
+        return res.stream ? { ...res, message: boundStreamErrors(res.message) } : res;
+      } catch (error) {
+        throw boundError(error);
+      }
+    };
   };
 }
