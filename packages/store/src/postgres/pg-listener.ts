@@ -2,6 +2,7 @@ import pg from "pg";
 
 export const eventChannel = "parley_ev";
 export const controlChannel = "parley_ctl";
+export const listenerApplicationName = "parley-listener";
 
 export interface PgListenerOptions {
   readonly connectionString: string;
@@ -42,7 +43,11 @@ export function createPgListener(options: PgListenerOptions): PgListener {
       connecting = (async () => {
         for (;;) {
           if (closed) throw new Error("the PostgreSQL listener was closed");
-          const c = new pg.Client({ connectionString: options.connectionString });
+          // Named so operators (and failure tests) can tell the LISTEN connection apart in pg_stat_activity.
+          const c = new pg.Client({
+            connectionString: options.connectionString,
+            application_name: listenerApplicationName,
+          });
           try {
             c.on("error", (error) => lost(c, error));
             c.on("end", () => lost(c, new Error("the listener connection ended")));
