@@ -27,6 +27,16 @@ export interface ParleyConfig {
   readonly port: number;
   /** LevelDB directory. */
   readonly dataDir: string;
+  /** A postgres:// URL: replicas share that database (leases, event logs); empty: LevelDB in dataDir. */
+  readonly storeUrl: string;
+  readonly scaleOut: {
+    /** Context lease lifetime; a replica that stops renewing loses its tasks after this long. */
+    readonly leaseTtlMs: number;
+    /** How often each replica looks for expired leases to take over. */
+    readonly sweepIntervalMs: number;
+    /** How long a finished task's events stay resumable. */
+    readonly eventRetentionMs: number;
+  };
   readonly agents: readonly AgentConfig[];
   readonly peers: readonly PeerConfig[];
   /** Bearer token -> tenant. Empty: open mode, every caller is tenant "default". */
@@ -91,6 +101,8 @@ export const defaultConfig: ParleyConfig = {
   host: "127.0.0.1",
   port: 8081,
   dataDir: "./data",
+  storeUrl: "",
+  scaleOut: { leaseTtlMs: 15_000, sweepIntervalMs: 2_000, eventRetentionMs: 600_000 },
   agents: [{ name: "echo", type: "echo", description: "Replies with exactly the input it was given" }],
   peers: [],
   apiKeys: {},
@@ -136,6 +148,9 @@ Options (flag / environment variable; flags win over the environment, which wins
   --host HOST             PARLEY_HOST              listen address (default 127.0.0.1)
   --port PORT             PARLEY_GRPC_PORT         h2c port for gRPC, Connect and gRPC-Web (default 8081; 0 = any)
   --data-dir DIR          PARLEY_DATA_DIR          LevelDB directory (default ./data)
+                          PARLEY_STORE_URL         postgres://... : share one PostgreSQL database between replicas
+                          PARLEY_LEASE_TTL_MS      context lease lifetime across replicas (default 15000)
+                          PARLEY_SWEEP_MS          how often a replica takes over expired leases (default 2000)
   --agent TYPE            PARLEY_AGENT             default agent: echo | openai | conformance (default echo)
                           PARLEY_ECHO_DELAY_MS     echo agent: delay per streamed chunk
                           PARLEY_OPENAI_BASE_URL   openai agent: chat-completions base URL (default https://api.openai.com/v1)
@@ -264,6 +279,11 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
     host: env.PARLEY_HOST,
     port: intFrom(env.PARLEY_GRPC_PORT, "PARLEY_GRPC_PORT"),
     dataDir: env.PARLEY_DATA_DIR,
+    storeUrl: env.PARLEY_STORE_URL,
+    scaleOut: {
+      leaseTtlMs: intFrom(env.PARLEY_LEASE_TTL_MS, "PARLEY_LEASE_TTL_MS"),
+      sweepIntervalMs: intFrom(env.PARLEY_SWEEP_MS, "PARLEY_SWEEP_MS"),
+    },
     agents: agentType ? [agentFromType(agentType, env)] : undefined,
     apiKeys: env.PARLEY_API_KEYS ? parseApiKeys(env.PARLEY_API_KEYS) : undefined,
     history: {
@@ -285,7 +305,6 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
             .filter(Boolean)
         : undefined,
     },
-    shutdownGraceMs: intFrom(env.PARLEY_SHUTDOWN_GRACE_MS, "PARLEY_SHUTDOWN_GRACE_MS"),
     push: {
       allowedHosts: env.PARLEY_PUSH_ALLOWED_HOSTS
         ? env.PARLEY_PUSH_ALLOWED_HOSTS.split(",")
@@ -293,6 +312,7 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
             .filter(Boolean)
         : undefined,
     },
+    shutdownGraceMs: intFrom(env.PARLEY_SHUTDOWN_GRACE_MS, "PARLEY_SHUTDOWN_GRACE_MS"),
     logLevel: env.PARLEY_LOG_LEVEL,
   };
   config = merge(config, fromEnv);
@@ -328,6 +348,12 @@ function validate(config: ParleyConfig): void {
     names.add(agent.name);
   }
   if (config.port > 65_535) throw new Error(`config: port ${config.port} is out of range`);
+  if (config.storeUrl !== "" && !/^postgres(ql)?:\/\//i.test(config.storeUrl)) {
+    throw new Error(`config: storeUrl must be a postgres:// URL (or empty for LevelDB in dataDir)`);
+  }
+  if (config.scaleOut.leaseTtlMs < 300) {
+    throw new Error(`config: scaleOut.leaseTtlMs must be at least 300, got ${config.scaleOut.leaseTtlMs}`);
+  }
   if (config.sessions.defaultTurns > config.sessions.maxTurns) {
     throw new Error("config: sessions.defaultTurns must not exceed sessions.maxTurns");
   }

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError, type ConnectRouter, createRouterTransport, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { A2AService, type AgentCard, SessionService, TargetService, ThreadService } from "@parley/proto";
-import { createLevelThreadStore, type ThreadStore } from "@parley/store";
+import { createLevelThreadStore, createStore, type StoreBackend, type ThreadStore } from "@parley/store";
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
@@ -13,6 +13,8 @@ import { Engine } from "./engine/engine.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createPushConfigs } from "./push/push-configs.js";
 import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
+import { Distributed } from "./scale/distributed.js";
+import { resumableStreamsExtension } from "./scale/resume.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createCallerInterceptor } from "./services/caller.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
@@ -51,14 +53,30 @@ export interface CreateParleyOptions {
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const store = await createLevelThreadStore({ path: config.dataDir });
+  // A postgres:// storeUrl makes this process one of N replicas sharing that database.
+  const backend: StoreBackend | undefined = config.storeUrl
+    ? await createStore({
+        url: config.storeUrl,
+        onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
+      })
+    : undefined;
+  const store: ThreadStore = backend ? backend.store : await createLevelThreadStore({ path: config.dataDir });
   let agents: Agent[];
   try {
     agents = createAgents(config.agents, config.peers, `parley@${config.host}:${config.port}`);
   } catch (error) {
-    await store.close();
+    await (backend ?? store).close();
     throw error;
   }
+  const distributed = backend
+    ? new Distributed({
+        store: backend.store,
+        leases: backend.leases,
+        events: backend.events,
+        logger,
+        ...config.scaleOut,
+      })
+    : undefined;
   // Session steps reach agents through this guard so silence tokens and repeats are never stored.
   const agentsByName = new Map(agents.map((a) => [a.name, guardSessionSteps(a, config.sessions.silenceTokens)]));
   const push = config.capabilities.pushNotifications ? createPushConfigs({ store, config }) : undefined;
@@ -70,8 +88,10 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     config,
     logger,
     ...(delivery ? { onEvent: delivery.onEvent } : {}),
+    ...(distributed ? { distributed } : {}),
   });
-  await engine.recover();
+  // With replicas, another one may be running any unfinished task: expired leases are the sweeper's.
+  if (!distributed) await engine.recover();
 
   const names = agents.map((a) => a.name);
   let advertised: AdvertisedEndpoints = {};
@@ -81,7 +101,9 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     if (!agent)
       throw new ConnectError(`no agent named ${JSON.stringify(name)}; hosted: ${names.join(", ")}`, Code.NotFound);
     if (opts.jsonRpcUrl !== undefined || opts.grpcAddress !== undefined) advertised = { ...advertised, ...opts };
-    return buildAgentCard(config, agent, { ...advertised, ...opts }, { isDefault: name === names[0], extended });
+    const card = buildAgentCard(config, agent, { ...advertised, ...opts }, { isDefault: name === names[0], extended });
+    if (distributed) card.capabilities?.extensions.push(resumableStreamsExtension());
+    return card;
   };
 
   const interceptors = [createCallerInterceptor(config, names)];
@@ -103,6 +125,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         config,
         extendedCard: (agent) => agentCard({ agent }, true),
         ...(push ? { push } : {}),
+        ...(distributed && backend ? { resumable: { events: backend.events, distributed } } : {}),
       }),
     );
     router.service(ThreadService, createThreadServiceImpl({ store, engine }));
@@ -181,7 +204,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           await closed;
           clearTimeout(timer);
         }
-        await store.close();
+        await distributed?.close();
+        await (backend ?? store).close();
         logger.info("stopped");
       })();
       return closing;

@@ -18,6 +18,7 @@ import {
   TaskStatusSchema,
 } from "@parley/proto";
 import {
+  type FencedThreadStore,
   idLimits,
   type Provenance,
   type StoredMessage,
@@ -31,6 +32,7 @@ import type { Logger } from "pino";
 import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
 import type { ParleyConfig } from "../config.js";
 import { createTypedError, invalidArgument } from "../errors.js";
+import type { Distributed } from "../scale/distributed.js";
 import { formatHistory, type HistoryEntry, messageText } from "./history.js";
 import { TaskRun } from "./task-run.js";
 
@@ -72,6 +74,8 @@ export interface EngineOptions {
    * publish path does no extra work. It must only enqueue: it runs inside publish.
    */
   readonly onEvent?: (source: TaskEventSource, event: StreamResponse) => void;
+  /** Set when replicas share the backend: context leases, fenced writes and the shared event log. */
+  readonly distributed?: Distributed;
 }
 
 /** The task an event belongs to; a TaskRun is one. */
@@ -109,6 +113,9 @@ export class Engine {
   /** The running task of each (tenant, contextId): the busy guard. */
   private readonly busy = new Map<string, TaskRun>();
   private accepting = true;
+  private readonly distributed: Distributed | undefined;
+  /** What each run reports its events to: push delivery and, across replicas, the shared log. */
+  private readonly runListener: ((run: TaskRun, event: StreamResponse) => void) | undefined;
 
   constructor(options: EngineOptions) {
     this.store = options.store;
@@ -125,6 +132,16 @@ export class Engine {
           }
         }
       : undefined;
+    const distributed = options.distributed;
+    this.distributed = distributed;
+    const listener = this.listener;
+    this.runListener = distributed
+      ? (run, event) => {
+          listener?.(run, event);
+          distributed.onPublish(run, event);
+        }
+      : listener;
+    distributed?.bind(this);
   }
 
   /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
@@ -202,23 +219,41 @@ export class Engine {
       });
     task.history.push(stored);
     task.status = create(TaskStatusSchema, { state: TaskState.SUBMITTED, timestamp: timestampNow() });
-    const run = new TaskRun(caller.tenant, contextId, task, { messageId: inbound.messageId, payload }, this.listener);
+    const run = new TaskRun(
+      caller.tenant,
+      contextId,
+      task,
+      { messageId: inbound.messageId, payload },
+      this.runListener,
+    );
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
+    if (this.distributed) {
+      // Across replicas the local map only guards this process; the shared lease decides.
+      try {
+        await this.distributed.acquire(run, existing !== undefined);
+      } catch (error) {
+        this.busy.delete(guardKey);
+        throw storeFailure(error);
+      }
+    }
     const key: ThreadKey = { tenant: caller.tenant, contextId };
     let appended: Awaited<ReturnType<ThreadStore["append"]>>;
     try {
-      appended = await this.store.append(
+      appended = await (this.store as FencedThreadStore).append(
         key,
         { messageId: inbound.messageId, provenance: provenanceOf(inbound), taskId, payload },
         taskRecord(caller.tenant, task),
+        this.distributed?.writeOptions(run),
       );
     } catch (error) {
       this.busy.delete(guardKey);
+      await this.distributed?.abandon(run);
       throw storeFailure(error);
     }
     if (appended.duplicate) {
       this.busy.delete(guardKey);
+      await this.distributed?.abandon(run);
       const earlier = appended.message.taskId ? await this.getTask(caller.tenant, appended.message.taskId) : undefined;
       if (!earlier)
         throw createTypedError("TASK_NOT_FOUND", `the task of retried message ${inbound.messageId} is gone`);
@@ -239,6 +274,7 @@ export class Engine {
       history = await this.readHistory(key, appended.message.sequence);
     } catch (error) {
       this.release(run);
+      await this.distributed?.abandon(run);
       throw storeFailure(error);
     }
     const text = messageText(inbound);
@@ -268,10 +304,13 @@ export class Engine {
         `the task could not start: ${error instanceof Error ? error.message : String(error)}`,
       ),
     });
-    await this.store.putTask(taskRecord(run.tenant, task)).catch((cause: unknown) => {
-      this.logger.error({ taskId: run.taskId, err: cause }, "could not record a task that failed to start");
-    });
+    await (this.store as FencedThreadStore)
+      .putTask(taskRecord(run.tenant, task), this.distributed?.writeOptions(run))
+      .catch((cause: unknown) => {
+        this.logger.error({ taskId: run.taskId, err: cause }, "could not record a task that failed to start");
+      });
     this.release(run);
+    await this.distributed?.finish(run);
     run.end();
   }
 
@@ -467,6 +506,8 @@ export class Engine {
       this.logger.error({ taskId: run.taskId, err: error }, "could not record the end of a task");
       this.release(run);
     } finally {
+      // The run's last event is durable and its context free before anyone sees it end.
+      await this.distributed?.finish(run);
       run.end();
     }
   }
@@ -487,8 +528,9 @@ export class Engine {
 
   private async persistOutcome(run: TaskRun, reply: Message | undefined): Promise<void> {
     const record = taskRecord(run.tenant, run.task);
+    const fenced = this.distributed?.writeOptions(run);
     if (reply) {
-      await this.store.append(
+      await (this.store as FencedThreadStore).append(
         { tenant: run.tenant, contextId: run.contextId },
         {
           messageId: reply.messageId,
@@ -499,9 +541,10 @@ export class Engine {
           fresh: true,
         },
         record,
+        fenced,
       );
     } else {
-      await this.store.putTask(record);
+      await (this.store as FencedThreadStore).putTask(record, fenced);
     }
   }
 
@@ -588,6 +631,13 @@ export class Engine {
     const state = task.status?.state ?? TaskState.UNSPECIFIED;
     if (isTerminal(state)) {
       throw createTypedError("TASK_NOT_CANCELABLE", `task ${taskId} is already ${TaskState[state]}`, { taskId });
+    }
+    if (this.distributed && !isInterrupted(state)) {
+      // Running on another replica: only the lease holder can stop its agent.
+      const ended = await this.distributed.cancelRemote(tenant, task).catch((error: unknown) => {
+        throw storeFailure(error);
+      });
+      if (ended) return ended;
     }
     task.status = create(TaskStatusSchema, {
       state: TaskState.CANCELED,

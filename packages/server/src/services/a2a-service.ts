@@ -17,6 +17,7 @@ import { type Engine, isTerminal, type SendOptions, storeFailure } from "../engi
 import type { TaskRun } from "../engine/task-run.js";
 import { createTypedError, invalidArgument } from "../errors.js";
 import type { PushConfigs } from "../push/push-configs.js";
+import { type Resumable, streamStartHeader, subscribeFromLog } from "../scale/resume.js";
 import { callerOf } from "./caller.js";
 
 export interface A2AServiceDeps {
@@ -27,6 +28,8 @@ export interface A2AServiceDeps {
   readonly extendedCard: (agent: string) => AgentCard;
   /** Push notification configs; required for the push RPCs when capabilities.pushNotifications is on. */
   readonly push?: PushConfigs;
+  /** Set when replicas share PostgreSQL: SubscribeToTask replays and follows the shared event log. */
+  readonly resumable?: Resumable;
 }
 
 /** Copies a task with its history cut to the last `length` messages (unset: all; 0: none). */
@@ -149,6 +152,9 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
         yield { payload: { case: "task", value: outcome.task } };
         return;
       }
+      if (deps.resumable) {
+        ctx.responseHeader.set(streamStartHeader, String(deps.resumable.distributed.streamStart(outcome.run)));
+      }
       yield* follow(outcome.run, ctx, !outcome.attached);
     },
 
@@ -190,6 +196,15 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     async *subscribeToTask(req, ctx) {
       requireStreaming();
       const tenant = callerOf(ctx).tenant;
+      if (deps.resumable) {
+        const release = streams.acquire(tenant);
+        try {
+          yield* subscribeFromLog(deps.resumable, engine, tenant, req.id, ctx);
+        } finally {
+          release();
+        }
+        return;
+      }
       const run = engine.liveRun(tenant, req.id);
       if (run && !run.finished) {
         yield* follow(run, ctx, false);

@@ -1,0 +1,323 @@
+import { randomUUID } from "node:crypto";
+import { clone, create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import {
+  MessageSchema,
+  Role,
+  type StreamResponse,
+  StreamResponseSchema,
+  type Task,
+  TaskSchema,
+  TaskState,
+  TaskStatusSchema,
+} from "@parley/proto";
+import {
+  type ContextLeases,
+  type Fence,
+  type FencedThreadStore,
+  StoreError,
+  type TaskEvent,
+  type TaskEventLog,
+  type ThreadKey,
+  terminalTaskStates,
+  type WriteOptions,
+} from "@parley/store";
+import type { Logger } from "pino";
+import { taskRecord } from "../engine/engine.js";
+import type { TaskRun } from "../engine/task-run.js";
+import { createTypedError } from "../errors.js";
+
+export interface DistributedOptions {
+  readonly store: FencedThreadStore;
+  readonly leases: ContextLeases;
+  readonly events: TaskEventLog;
+  readonly logger: Logger;
+  /** Lease lifetime; renewed every third of it while the task runs. */
+  readonly leaseTtlMs: number;
+  /** How often this replica looks for expired leases to take over. */
+  readonly sweepIntervalMs: number;
+  /** How long the event log of a finished task stays resumable. */
+  readonly eventRetentionMs: number;
+}
+
+/** What the engine hands over so a notification from another replica can cancel a local run. */
+export interface LocalRuns {
+  liveRun(tenant: string, taskId: string): TaskRun | undefined;
+  cancel(tenant: string, taskId: string): Promise<Task>;
+}
+
+interface RunState {
+  readonly fence: Fence;
+  /** The seq of the event before this run's first: earlier runs of the same task fill 1..seqBase. */
+  readonly seqBase: number;
+  readonly queue: TaskEvent[];
+  flushing: Promise<void> | undefined;
+  /** Set when the lease is gone: nothing more of this run may be written. */
+  lost: boolean;
+  renewer: NodeJS.Timeout | undefined;
+}
+
+const maxFlushTries = 5;
+
+/** A published event is the last of its run when it ends the run: a final status or a direct reply. */
+export function endsRun(event: StreamResponse): boolean {
+  const p = event.payload;
+  if (p.case === "message") return true;
+  if (p.case !== "statusUpdate") return false;
+  const state = p.value.status?.state ?? TaskState.UNSPECIFIED;
+  return terminalTaskStates.has(state) || state === TaskState.INPUT_REQUIRED || state === TaskState.AUTH_REQUIRED;
+}
+
+/**
+ * The multi-replica side of the engine: the context lease of every run
+ * (acquired before the inbound message is stored, renewed every ttl/3,
+ * released after the run's last event is durable), the run's events copied
+ * into the shared log in order and in batches, remote cancels, and the
+ * sweeper that ends the tasks of replicas that died.
+ */
+export class Distributed {
+  private readonly runs = new Map<TaskRun, RunState>();
+  private readonly sweeper: NodeJS.Timeout;
+  private readonly unsubscribeCancel: () => void;
+  private local: LocalRuns | undefined;
+  private sweeping = false;
+  private lastEventSweep = 0;
+
+  constructor(private readonly options: DistributedOptions) {
+    this.unsubscribeCancel = options.leases.onCancel((key, taskId) => {
+      const run = this.local?.liveRun(key.tenant, taskId);
+      if (run && !run.finished) void this.local?.cancel(key.tenant, taskId).catch(() => {});
+    });
+    this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
+    this.sweeper.unref();
+  }
+
+  bind(local: LocalRuns): void {
+    this.local = local;
+  }
+
+  get leaseTtlMs(): number {
+    return this.options.leaseTtlMs;
+  }
+
+  /**
+   * Takes the context's lease for a new run, or throws CONTEXT_BUSY at once.
+   * A lease that expired without being released belonged to a replica that
+   * died: its task is ended (FAILED) under the new token before this run starts.
+   */
+  async acquire(run: TaskRun, continued: boolean): Promise<void> {
+    const key: ThreadKey = { tenant: run.tenant, contextId: run.contextId };
+    const grant = await this.options.leases.tryAcquire(key, run.taskId, this.options.leaseTtlMs);
+    if (!grant) {
+      const holder = await this.options.leases.holder(key).catch(() => undefined);
+      throw createTypedError(
+        "CONTEXT_BUSY",
+        `context ${JSON.stringify(run.contextId)} is busy: task ${holder?.taskId ?? "(another)"} is still running on a replica; wait for it to finish or cancel it`,
+        { taskId: holder?.taskId ?? "", contextId: run.contextId },
+      );
+    }
+    const fence: Fence = { key, taskId: run.taskId, token: grant.token };
+    try {
+      if (grant.orphan && grant.orphan.taskId !== run.taskId) await this.endLostTask(key, grant.orphan.taskId, fence);
+      const seqBase =
+        continued || grant.orphan?.taskId === run.taskId
+          ? await this.options.events.lastSeq(run.tenant, run.taskId)
+          : 0;
+      const state: RunState = { fence, seqBase, queue: [], flushing: undefined, lost: false, renewer: undefined };
+      state.renewer = setInterval(
+        () => void this.renew(run, state),
+        Math.max(1, Math.floor(this.options.leaseTtlMs / 3)),
+      );
+      state.renewer.unref();
+      this.runs.set(run, state);
+    } catch (error) {
+      await this.options.leases.release(fence).catch(() => {});
+      throw error;
+    }
+  }
+
+  /** Write options that fence a store write of this run (none for a run without a lease). */
+  writeOptions(run: TaskRun): WriteOptions | undefined {
+    const state = this.runs.get(run);
+    return state ? { fence: state.fence } : undefined;
+  }
+
+  /** The seq after which this run's events start in the shared log. */
+  streamStart(run: TaskRun): number {
+    return this.runs.get(run)?.seqBase ?? 0;
+  }
+
+  /** Queues a published event for the shared log; called from the run's publish path, so it never blocks. */
+  onPublish(run: TaskRun, event: StreamResponse): void {
+    const state = this.runs.get(run);
+    if (!state || state.lost) return;
+    state.queue.push({
+      seq: state.seqBase + run.events.length,
+      payload: toBinary(StreamResponseSchema, event),
+      final: endsRun(event),
+    });
+    state.flushing ??= this.flush(run, state);
+  }
+
+  private async flush(run: TaskRun, state: RunState): Promise<void> {
+    try {
+      while (state.queue.length > 0 && !state.lost) {
+        // Everything queued while the previous batch was in flight goes in one transaction.
+        const batch = state.queue.splice(0, state.queue.length);
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await this.options.events.append(run.tenant, run.taskId, batch, state.fence);
+            break;
+          } catch (error) {
+            if ((error instanceof StoreError && error.code === "FENCED") || attempt >= maxFlushTries) {
+              this.lose(run, state, error);
+              return;
+            }
+            await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+          }
+        }
+      }
+    } finally {
+      state.flushing = undefined;
+    }
+  }
+
+  private lose(run: TaskRun, state: RunState, error: unknown): void {
+    if (state.lost) return;
+    state.lost = true;
+    state.queue.length = 0;
+    this.options.logger.warn({ taskId: run.taskId, err: error }, "lost the context lease; stopping the task here");
+    if (!run.finished) run.controller.abort(new Error("this replica lost the context lease (executor lost)"));
+  }
+
+  private async renew(run: TaskRun, state: RunState): Promise<void> {
+    if (state.lost) return;
+    try {
+      const result = await this.options.leases.renew(state.fence, this.options.leaseTtlMs);
+      if (!result.held) this.lose(run, state, new Error("the lease expired before it was renewed"));
+      else if (result.cancelRequested && !run.finished) void this.local?.cancel(run.tenant, run.taskId).catch(() => {});
+    } catch (error) {
+      // A failed renewal is retried on the next tick; the lease only lapses after ttl without any success.
+      this.options.logger.warn({ taskId: run.taskId, err: error }, "could not renew a context lease");
+    }
+  }
+
+  /** Waits for the run's events to be durable, then frees the context. Runs before the run is marked ended. */
+  async finish(run: TaskRun): Promise<void> {
+    const state = this.runs.get(run);
+    if (!state) return;
+    clearInterval(state.renewer);
+    while (state.flushing) await state.flushing;
+    this.runs.delete(run);
+    if (!state.lost) await this.options.leases.release(state.fence).catch(() => {});
+  }
+
+  /** Frees the lease of a run that never started (its send failed or was a retry). */
+  async abandon(run: TaskRun): Promise<void> {
+    const state = this.runs.get(run);
+    if (!state) return;
+    clearInterval(state.renewer);
+    this.runs.delete(run);
+    await this.options.leases.release(state.fence).catch(() => {});
+  }
+
+  /**
+   * Cancels a task running on another replica: the request is recorded on
+   * the lease row and announced on the control channel; the answer is the
+   * task once its run has ended. False when no replica runs the task.
+   */
+  async cancelRemote(tenant: string, task: Task): Promise<Task | undefined> {
+    const key = { tenant, contextId: task.contextId };
+    const after = await this.options.events.lastSeq(tenant, task.id);
+    if (!(await this.options.leases.requestCancel(key, task.id))) return undefined;
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.options.leaseTtlMs * 2);
+    try {
+      for await (const event of this.options.events.subscribe(tenant, task.id, after, controller.signal)) {
+        if (event.final) break;
+      }
+    } finally {
+      clearTimeout(timer);
+    }
+    const record = await this.options.store.getTask(tenant, task.id);
+    return record ? fromBinary(TaskSchema, record.payload) : undefined;
+  }
+
+  /** Ends the task of an expired lease as FAILED and appends its final event, under `fence`. */
+  private async endLostTask(key: ThreadKey, taskId: string, fence: Fence): Promise<void> {
+    const record = await this.options.store.getTask(key.tenant, taskId);
+    const last = await this.options.events.lastSeq(key.tenant, taskId);
+    const tail = last > 0 ? await this.options.events.read(key.tenant, taskId, last - 1, 1) : [];
+    if (record && !terminalTaskStates.has(record.state) && record.state !== TaskState.INPUT_REQUIRED) {
+      const task = fromBinary(TaskSchema, record.payload);
+      task.status = create(TaskStatusSchema, {
+        state: TaskState.FAILED,
+        timestamp: timestampNow(),
+        message: create(MessageSchema, {
+          messageId: randomUUID(),
+          contextId: task.contextId,
+          taskId: task.id,
+          role: Role.AGENT,
+          parts: [
+            {
+              content: {
+                case: "text",
+                value: "executor lost: the replica running this task stopped renewing its lease",
+              },
+            },
+          ],
+        }),
+      });
+      await this.options.store.putTask(taskRecord(key.tenant, task), { fence });
+      if (!tail[0]?.final) {
+        const event = create(StreamResponseSchema, {
+          payload: {
+            case: "statusUpdate",
+            value: { taskId, contextId: task.contextId, status: clone(TaskStatusSchema, task.status) },
+          },
+        });
+        await this.options.events.append(
+          key.tenant,
+          taskId,
+          [{ seq: last + 1, payload: toBinary(StreamResponseSchema, event), final: true }],
+          fence,
+        );
+      }
+      this.options.logger.warn({ taskId, contextId: key.contextId }, "ended a task whose replica was lost (FAILED)");
+    }
+  }
+
+  /** Takes over leases whose holders stopped renewing, ends their tasks and frees their contexts. */
+  async sweep(): Promise<number> {
+    if (this.sweeping) return 0;
+    this.sweeping = true;
+    let ended = 0;
+    try {
+      for (const lease of await this.options.leases.expired(20)) {
+        const fence = await this.options.leases.takeOver(lease, this.options.leaseTtlMs);
+        if (!fence) continue;
+        try {
+          await this.endLostTask(lease.key, lease.taskId, fence);
+          ended++;
+        } finally {
+          await this.options.leases.release(fence).catch(() => {});
+        }
+      }
+      if (Date.now() - this.lastEventSweep > this.options.eventRetentionMs / 10) {
+        this.lastEventSweep = Date.now();
+        await this.options.events.sweep(this.options.eventRetentionMs);
+      }
+    } catch (error) {
+      this.options.logger.warn({ err: error }, "lease sweep failed; retrying on the next tick");
+    } finally {
+      this.sweeping = false;
+    }
+    return ended;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.sweeper);
+    this.unsubscribeCancel();
+    for (const state of this.runs.values()) clearInterval(state.renewer);
+  }
+}

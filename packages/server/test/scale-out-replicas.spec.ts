@@ -1,0 +1,307 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { A2AService, type StreamResponse, TaskState } from "@parley/proto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+// Real replicas: separate `node dist/main.js` processes on loopback sharing one PostgreSQL database.
+const serverBinary = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+const adminUrl =
+  process.env.PARLEY_TEST_PG_URL ??
+  (process.env.CI
+    ? (() => {
+        throw new Error("PARLEY_TEST_PG_URL is not set: CI must point the PostgreSQL tests at a server (see .ci/run)");
+      })()
+    : "postgres://postgres@127.0.0.1:5432/postgres");
+const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
+const dbUrl = (() => {
+  const u = new URL(adminUrl);
+  u.pathname = `/${dbName}`;
+  return u.toString();
+})();
+const leaseTtlMs = 1500;
+
+interface Replica {
+  readonly child: ChildProcess;
+  readonly address: string;
+  readonly client: ReturnType<typeof createClient<typeof A2AService>>;
+  readonly manager: Http2SessionManager;
+  readonly exited: Promise<unknown>;
+  stderr(): string;
+}
+
+const replicas: Replica[] = [];
+const dirs: string[] = [];
+
+async function startReplica(): Promise<Replica> {
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-replica-"));
+  dirs.push(dataDir);
+  const child = spawn(process.execPath, [serverBinary, "--port", "0", "--data-dir", dataDir], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      PARLEY_LOG_LEVEL: "warn",
+      PARLEY_STORE_URL: dbUrl,
+      PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
+      PARLEY_SWEEP_MS: "250",
+      PARLEY_ECHO_DELAY_MS: "120",
+      PARLEY_RATE_LIMIT: "0",
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  let stdout = "";
+  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
+    stderr += c;
+  });
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  const address = await new Promise<string>((resolve, reject) => {
+    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+      stdout += c;
+      const match = /parley-server listening on (\S+) /.exec(stdout);
+      if (match) resolve(match[1]!);
+    });
+    void exited.then(() => reject(new Error(`replica exited before listening; stderr:\n${stderr}`)));
+  });
+  const manager = new Http2SessionManager(`http://${address}`);
+  const client = createClient(
+    A2AService,
+    createGrpcTransport({ baseUrl: `http://${address}`, sessionManager: manager }),
+  );
+  const replica = { child, address, client, manager, exited, stderr: () => stderr };
+  replicas.push(replica);
+  return replica;
+}
+
+async function kill(replica: Replica): Promise<void> {
+  replica.child.kill("SIGKILL");
+  await replica.exited;
+  replica.manager.abort();
+}
+
+const message = (contextId: string, text: string) => ({
+  message: {
+    messageId: randomUUID(),
+    contextId,
+    role: 1,
+    parts: [{ content: { case: "text" as const, value: text } }],
+  },
+});
+
+const chunkText = (events: StreamResponse[]) =>
+  events
+    .map((e) =>
+      e.payload.case === "artifactUpdate"
+        ? (e.payload.value.artifact?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ??
+          "")
+        : "",
+    )
+    .join("");
+
+/** Sends once the context is free again; bounded so a context that never frees fails the test. */
+async function sendWhenFree(replica: Replica, contextId: string, text: string) {
+  for (let i = 0; i < 300; i++) {
+    try {
+      return await replica.client.sendMessage(message(contextId, text));
+    } catch (error) {
+      if (!(error instanceof ConnectError) || !error.message.includes("busy")) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  throw new Error(`context ${contextId} never became free`);
+}
+
+beforeAll(async () => {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect().catch((cause: Error) => {
+    throw new Error(`PostgreSQL is unreachable at ${adminUrl} (${cause.message}); start it, or set PARLEY_TEST_PG_URL`);
+  });
+  await admin.query(`CREATE DATABASE ${dbName}`);
+  await admin.end();
+  // The first replica migrates alone so the other two start on a ready schema.
+  await startReplica();
+  await Promise.all([startReplica(), startReplica()]);
+}, 60_000);
+
+afterAll(async () => {
+  for (const r of replicas) {
+    r.child.kill("SIGKILL");
+    r.manager.abort();
+  }
+  await Promise.all(replicas.map((r) => r.exited));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+  await admin.end();
+});
+
+describe("three replicas on one PostgreSQL database", () => {
+  it("accepts exactly one of many concurrent sends to one context across replicas", async () => {
+    const contextId = `ctx-${randomUUID()}`;
+    const results = await Promise.allSettled(
+      Array.from({ length: 30 }, (_, i) => replicas[i % 3]!.client.sendMessage(message(contextId, `hello ${i}`))),
+    );
+    const accepted = results.filter((r) => r.status === "fulfilled");
+    const busy = results.filter(
+      (r) => r.status === "rejected" && r.reason instanceof ConnectError && /busy/.test(r.reason.message),
+    );
+    expect(accepted).toHaveLength(1);
+    expect(busy).toHaveLength(29);
+  });
+
+  it("resumes a stream on another replica after the subscriber's replica is killed, with the text complete", async () => {
+    const [executor, watcher, spare] = [replicas[0]!, replicas[1]!, replicas[2]!];
+    const contextId = `ctx-${randomUUID()}`;
+    const stream = executor.client.sendStreamingMessage(
+      message(contextId, "the quick brown fox jumps over the lazy dog"),
+    );
+    const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
+    const taskId = first.payload.case === "task" ? first.payload.value.id : "";
+    expect(taskId).not.toBe("");
+
+    const before: StreamResponse[] = [];
+    let start = -1;
+    const controller = new AbortController();
+    try {
+      for await (const event of watcher.client.subscribeToTask(
+        { id: taskId },
+        {
+          signal: controller.signal,
+          onHeader: (h) => {
+            start = Number(h.get("parley-stream-start"));
+          },
+        },
+      )) {
+        before.push(event);
+        if (before.length === 4) break;
+      }
+    } finally {
+      controller.abort();
+    }
+    await kill(watcher);
+    expect(start).toBe(0);
+
+    const after: StreamResponse[] = [];
+    let resumedAt = -1;
+    for await (const event of spare.client.subscribeToTask(
+      { id: taskId },
+      {
+        headers: { "parley-resume-after": String(start + before.length) },
+        onHeader: (h) => {
+          resumedAt = Number(h.get("parley-stream-start"));
+        },
+      },
+    )) {
+      after.push(event);
+    }
+    expect(resumedAt).toBe(start + before.length);
+    const all = [...before, ...after];
+    expect(all[0]!.payload.case).toBe("task");
+    const last = all[all.length - 1]!;
+    expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.COMPLETED);
+    const task = await spare.client.getTask({ id: taskId });
+    const stored = task.artifacts[0]!.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("");
+    expect(chunkText(all)).toBe(stored);
+    expect(stored).toContain("the quick brown fox jumps over the lazy dog");
+    for await (const _ of stream) {
+      // Drains the sender's own stream so its call ends.
+    }
+  });
+
+  it("ends the task of a killed executor as FAILED once its lease expires, and frees the context", async () => {
+    const executor = await startReplica();
+    const observer = replicas[0]!;
+    const contextId = `ctx-${randomUUID()}`;
+    const stream = executor.client.sendStreamingMessage(message(contextId, "a reply that will never finish"));
+    const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
+    const taskId = first.payload.case === "task" ? first.payload.value.id : "";
+    const events: StreamResponse[] = [];
+    const following = (async () => {
+      for await (const event of observer.client.subscribeToTask({ id: taskId })) events.push(event);
+    })();
+    await kill(executor);
+    await expect(observer.client.sendMessage(message(contextId, "too early"))).rejects.toThrow(/busy/);
+    await following;
+    const last = events[events.length - 1]!;
+    expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.FAILED);
+    const task = await observer.client.getTask({ id: taskId });
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(task.status?.message?.parts[0]?.content.value).toMatch(/executor lost/);
+    const next = await sendWhenFree(observer, contextId, "again");
+    expect(next.payload.case).toBe("task");
+  });
+
+  it("fences off a paused lease holder's late writes after another replica took its task over", async () => {
+    const executor = await startReplica();
+    const observer = replicas[0]!;
+    const contextId = `ctx-${randomUUID()}`;
+    const stream = executor.client.sendStreamingMessage(message(contextId, "paused mid-reply"));
+    const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
+    const taskId = first.payload.case === "task" ? first.payload.value.id : "";
+    const events: StreamResponse[] = [];
+    const following = (async () => {
+      for await (const event of observer.client.subscribeToTask({ id: taskId })) events.push(event);
+    })();
+    executor.child.kill("SIGSTOP");
+    await following;
+    expect(events[events.length - 1]!.payload.case).toBe("statusUpdate");
+    executor.child.kill("SIGCONT");
+    // The woken holder finishes its reply locally; nothing of it may land.
+    for await (const _ of stream) {
+      // Drains the paused holder's stream: its own view ends once its run ends.
+    }
+    const task = await observer.client.getTask({ id: taskId });
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    const resumed: StreamResponse[] = [];
+    for await (const event of observer.client.subscribeToTask(
+      { id: taskId },
+      { headers: { "parley-resume-after": String(events.length - 1) } },
+    )) {
+      resumed.push(event);
+    }
+    expect(resumed).toHaveLength(1);
+    expect(resumed[0]!.payload.case === "statusUpdate" && resumed[0]!.payload.value.status?.state).toBe(
+      TaskState.FAILED,
+    );
+    await kill(executor);
+  });
+
+  it("delivers every event to a cross-replica subscriber while its listener connections are killed", async () => {
+    const [executor, observer] = [replicas[0]!, replicas[2]!];
+    const contextId = `ctx-${randomUUID()}`;
+    const stream = executor.client.sendStreamingMessage(message(contextId, "listen through the storm"));
+    const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
+    const taskId = first.payload.case === "task" ? first.payload.value.id : "";
+    const events: StreamResponse[] = [];
+    const following = (async () => {
+      for await (const event of observer.client.subscribeToTask({ id: taskId })) events.push(event);
+    })();
+    const admin = new pg.Client({ connectionString: dbUrl });
+    await admin.connect();
+    let terminated = 0;
+    try {
+      for (let i = 0; i < 3; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const { rowCount } = await admin.query(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'parley-listener'",
+          [dbName],
+        );
+        terminated += rowCount ?? 0;
+      }
+    } finally {
+      await admin.end();
+    }
+    const sent: StreamResponse[] = [first];
+    for await (const event of stream) sent.push(event);
+    await following;
+    expect(events.map((e) => e.payload.case)).toEqual(sent.map((e) => e.payload.case));
+    expect(chunkText(events)).toBe(chunkText(sent));
+    expect(terminated).toBeGreaterThanOrEqual(3);
+  });
+});
