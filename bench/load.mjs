@@ -27,7 +27,12 @@ function jsonRpcBody(method, contextId) {
 
 function protoRequest(contextId) {
   return create(SendMessageRequestSchema, {
-    message: { messageId: randomUUID(), role: Role.USER, contextId: contextId ?? "", parts: [{ content: { case: "text", value: TEXT } }] },
+    message: {
+      messageId: randomUUID(),
+      role: Role.USER,
+      contextId: contextId ?? "",
+      parts: [{ content: { case: "text", value: TEXT } }],
+    },
   });
 }
 
@@ -61,7 +66,8 @@ function jsonRpcCall(agent, url, body, streaming) {
           if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
           if (streaming) {
             events = text.split("\n\n").filter((e) => e.startsWith("data:")).length;
-            if (text.includes("event: error") || events < 2) return reject(new Error(`bad stream: ${text.slice(0, 300)}`));
+            if (text.includes("event: error") || events < 2)
+              return reject(new Error(`bad stream: ${text.slice(0, 300)}`));
           } else if (!text.includes('"result"')) {
             return reject(new Error(`JSON-RPC error: ${text.slice(0, 300)}`));
           }
@@ -189,30 +195,41 @@ async function openStreams({ url, count }) {
   let firstSeen = 0;
   let firstDone;
   const allFirst = new Promise((r) => (firstDone = r));
-  const ends = Array.from({ length: count }, () =>
-    new Promise((resolve) => {
-      const body = jsonRpcBody("SendStreamingMessage", `held-${randomUUID()}`);
-      const req = request(url, {
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), "a2a-version": "1.0", accept: "text/event-stream" },
-      }, (res) => {
-        let seen = false;
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (c) => {
-          text += c;
-          if (!seen && text.includes("\n\n")) {
-            seen = true;
-            if (++firstSeen === count) firstDone();
-          }
-        });
-        res.on("end", () => resolve({ ok: res.statusCode === 200 && !text.includes("event: error") && seen }));
-        res.on("error", () => resolve({ ok: false }));
-      });
-      req.on("error", () => resolve({ ok: false }));
-      req.end(body);
-    }),
+  const ends = Array.from(
+    { length: count },
+    () =>
+      new Promise((resolve) => {
+        const body = jsonRpcBody("SendStreamingMessage", `held-${randomUUID()}`);
+        const req = request(
+          url,
+          {
+            method: "POST",
+            agent,
+            headers: {
+              "content-type": "application/json",
+              "content-length": Buffer.byteLength(body),
+              "a2a-version": "1.0",
+              accept: "text/event-stream",
+            },
+          },
+          (res) => {
+            let seen = false;
+            let text = "";
+            res.setEncoding("utf8");
+            res.on("data", (c) => {
+              text += c;
+              if (!seen && text.includes("\n\n")) {
+                seen = true;
+                if (++firstSeen === count) firstDone();
+              }
+            });
+            res.on("end", () => resolve({ ok: res.statusCode === 200 && !text.includes("event: error") && seen }));
+            res.on("error", () => resolve({ ok: false }));
+          },
+        );
+        req.on("error", () => resolve({ ok: false }));
+        req.end(body);
+      }),
   );
   held = { agent, ends };
   const timeout = new Promise((r) => setTimeout(r, 30_000, "timeout"));
@@ -266,10 +283,22 @@ process.on("message", async (msg) => {
     waiting.get(msg.id)?.();
     return;
   }
-  const handlers = { run: (m) => run(m.spec, () => new Promise((resolve) => {
-    waiting.set(m.id, resolve);
-    process.send({ id: m.id, phase: "measure" });
-  })), openStreams: (m) => openStreams(m.spec), awaitStreams, sequentialSends: (m) => sequentialSends(m.spec), conversations: (m) => conversations(m.spec), stop: async () => setImmediate(() => process.exit(0)) };
+  const handlers = {
+    run: (m) =>
+      run(
+        m.spec,
+        () =>
+          new Promise((resolve) => {
+            waiting.set(m.id, resolve);
+            process.send({ id: m.id, phase: "measure" });
+          }),
+      ),
+    openStreams: (m) => openStreams(m.spec),
+    awaitStreams,
+    sequentialSends: (m) => sequentialSends(m.spec),
+    conversations: (m) => conversations(m.spec),
+    stop: async () => setImmediate(() => process.exit(0)),
+  };
   try {
     const value = await handlers[msg.type](msg);
     process.send({ id: msg.id, ok: true, value });

@@ -28,12 +28,23 @@ const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
 const load = await startChild("load.mjs");
 
 async function measure(server, row) {
-  const spec = { ...row.spec, warmupMs: WARMUP_MS, durationMs: MEASURE_MS, maxRequests: MAX_REQUESTS, concurrency: CONCURRENCY };
+  const spec = {
+    ...row.spec,
+    warmupMs: WARMUP_MS,
+    durationMs: MEASURE_MS,
+    maxRequests: MAX_REQUESTS,
+    concurrency: CONCURRENCY,
+  };
   let before;
   const result = await load.request("run", { spec }, { phase: async () => (before = await server.request("cpu")) });
   const after = await server.request("cpu");
   const cpuMs = (after.usage.user + after.usage.system - before.usage.user - before.usage.system) / 1000;
-  return { ...row, ...result, cpuMsPerRequest: result.requests ? cpuMs / result.requests : Number.NaN, serverCpuShare: cpuMs / result.elapsedMs };
+  return {
+    ...row,
+    ...result,
+    cpuMsPerRequest: result.requests ? cpuMs / result.requests : Number.NaN,
+    serverCpuShare: cpuMs / result.elapsedMs,
+  };
 }
 
 const rows = [];
@@ -63,7 +74,9 @@ const parleyExecArgv = profile ? ["--cpu-prof", "--cpu-prof-dir=bench/profiles"]
 
 if (!scalingOnly) {
   process.stderr.write("throughput and latency:\n");
-  await group("bare", "servers/bare.mjs", {}, [sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh")]);
+  await group("bare", "servers/bare.mjs", {}, [
+    sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh"),
+  ]);
   await group("anchor", "servers/anchor.mjs", { env: { ANCHOR_REPLY: "message" } }, [
     sc("anchor-jsonrpc-send", "anchor JSON-RPC", "jsonrpc", "send", "fresh"),
     sc("anchor-jsonrpc-send-reused", "anchor JSON-RPC", "jsonrpc", "send", "reused"),
@@ -99,8 +112,12 @@ if (withScaling && !only) {
     // Alternating the two keeps drift (GC, compaction) from landing on one side only.
     const sendTimes = { small: [], big: [] };
     for (let i = 0; i < 3; i++) {
-      sendTimes.small.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-10", reps: 40 } })).medianMs);
-      sendTimes.big.push((await load.request("sequentialSends", { spec: { url, contextId: "thread-100k", reps: 40 } })).medianMs);
+      sendTimes.small.push(
+        (await load.request("sequentialSends", { spec: { url, contextId: "thread-10", reps: 40 } })).medianMs,
+      );
+      sendTimes.big.push(
+        (await load.request("sequentialSends", { spec: { url, contextId: "thread-100k", reps: 40 } })).medianMs,
+      );
     }
     const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     scaling.history = {
@@ -154,13 +171,17 @@ if (withScaling && !only) {
   }
   scaling.streams = {
     parley: await heldStreams("Parley bridge", "servers/parley.mjs", { PARLEY_ECHO_DELAY_MS: String(STREAM_DELAY_MS) }),
-    anchor: await heldStreams("anchor", "servers/anchor.mjs", { ANCHOR_REPLY: "stream", ANCHOR_DELAY_MS: String(STREAM_DELAY_MS) }),
+    anchor: await heldStreams("anchor", "servers/anchor.mjs", {
+      ANCHOR_REPLY: "stream",
+      ANCHOR_DELAY_MS: String(STREAM_DELAY_MS),
+    }),
   };
 }
 
 await load.stop();
 
-const cpuModel = /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
+const cpuModel =
+  /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
 printReport({
   machine: { nproc: cpus().length, cpuModel, node: process.version },
   settings: { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, concurrency: CONCURRENCY, heldStreams: HELD_STREAMS },

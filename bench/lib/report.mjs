@@ -45,12 +45,28 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
   });
   out.push(
     table(
-      ["target", "operation", "req/s", "p50 ms", "p99 ms", "1st p50", "1st p99", "CPU ms/req", "req/s vs anchor", "p99 vs anchor", "1st p99 vs anchor", "CPU vs anchor", "notes"],
+      [
+        "target",
+        "operation",
+        "req/s",
+        "p50 ms",
+        "p99 ms",
+        "1st p50",
+        "1st p99",
+        "CPU ms/req",
+        "req/s vs anchor",
+        "p99 vs anchor",
+        "1st p99 vs anchor",
+        "CPU vs anchor",
+        "notes",
+      ],
       lines,
     ),
   );
   out.push("");
-  out.push("Ratios compare each Parley row with the anchor row of the same protocol and operation in this run (Connect rows with the anchor's gRPC).");
+  out.push(
+    "Ratios compare each Parley row with the anchor row of the same protocol and operation in this run (Connect rows with the anchor's gRPC).",
+  );
 
   const targets = [];
   const pr = (id, anchorId) => [byId.get(id), byId.get(anchorId)];

@@ -4,11 +4,11 @@
 // path); ANCHOR_REPLY=stream publishes a Task, 8 appended artifact chunks and
 // COMPLETED, which is what Parley's echo agent does for every send.
 import { randomUUID } from "node:crypto";
-import * as grpc from "@grpc/grpc-js";
 import { AGENT_CARD_PATH, Role, TaskState } from "@a2a-js/sdk";
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
-import { A2AService, grpcService, UserBuilder as GrpcUserBuilder } from "@a2a-js/sdk/server/grpc";
+import { A2AService, UserBuilder as GrpcUserBuilder, grpcService } from "@a2a-js/sdk/server/grpc";
+import * as grpc from "@grpc/grpc-js";
 import express from "express";
 import { serveControl } from "../lib/child-ipc.mjs";
 
@@ -17,7 +17,12 @@ const delayMs = Number(process.env.ANCHOR_DELAY_MS ?? 0);
 const CHUNKS = 8;
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-const textPart = (value) => ({ content: { $case: "text", value }, metadata: undefined, filename: "", mediaType: "text/plain" });
+const textPart = (value) => ({
+  content: { $case: "text", value },
+  metadata: undefined,
+  filename: "",
+  mediaType: "text/plain",
+});
 
 const executor = {
   async cancelTask() {},
@@ -63,7 +68,14 @@ const executor = {
           append: i > 0,
           lastChunk: at + size >= text.length,
           metadata: {},
-          artifact: { artifactId: "reply", name: "reply", description: "", metadata: {}, extensions: [], parts: [textPart(text.slice(at, at + size))] },
+          artifact: {
+            artifactId: "reply",
+            name: "reply",
+            description: "",
+            metadata: {},
+            extensions: [],
+            parts: [textPart(text.slice(at, at + size))],
+          },
         }),
       );
     }
@@ -93,7 +105,18 @@ const card = {
   securityRequirements: [],
   defaultInputModes: ["text/plain"],
   defaultOutputModes: ["text/plain"],
-  skills: [{ id: "echo", name: "echo", description: "echo", tags: ["echo"], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+  skills: [
+    {
+      id: "echo",
+      name: "echo",
+      description: "echo",
+      tags: ["echo"],
+      examples: [],
+      inputModes: [],
+      outputModes: [],
+      securityRequirements: [],
+    },
+  ],
   signatures: [],
 };
 
@@ -107,9 +130,14 @@ const http = await new Promise((resolve) => {
 http.keepAliveTimeout = 60_000;
 
 const grpcServer = new grpc.Server();
-grpcServer.addService(A2AService, grpcService({ requestHandler: handler, userBuilder: GrpcUserBuilder.noAuthentication }));
+grpcServer.addService(
+  A2AService,
+  grpcService({ requestHandler: handler, userBuilder: GrpcUserBuilder.noAuthentication }),
+);
 const grpcPort = await new Promise((resolve, reject) =>
-  grpcServer.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port))),
+  grpcServer.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, port) =>
+    err ? reject(err) : resolve(port),
+  ),
 );
 
 serveControl({ stop: async () => setImmediate(() => process.exit(0)) });

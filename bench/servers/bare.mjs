@@ -9,7 +9,11 @@ const server = createServer((req, res) => {
   req.on("end", () => {
     const body = JSON.parse(Buffer.concat(chunks).toString("utf8"));
     const text = body.params?.message?.parts?.[0]?.text ?? "";
-    const out = JSON.stringify({ jsonrpc: "2.0", id: body.id, result: { message: { role: "ROLE_AGENT", parts: [{ text }] } } });
+    const out = JSON.stringify({
+      jsonrpc: "2.0",
+      id: body.id,
+      result: { message: { role: "ROLE_AGENT", parts: [{ text }] } },
+    });
     res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) });
     res.end(out);
   });

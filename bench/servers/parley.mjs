@@ -35,7 +35,10 @@ try {
 
 const store = parley.store;
 const payloadOf = (text, role) =>
-  toBinary(MessageSchema, create(MessageSchema, { messageId: randomUUID(), role, parts: [{ content: { case: "text", value: text } }] }));
+  toBinary(
+    MessageSchema,
+    create(MessageSchema, { messageId: randomUUID(), role, parts: [{ content: { case: "text", value: text } }] }),
+  );
 
 function median(xs) {
   const s = [...xs].sort((a, b) => a - b);

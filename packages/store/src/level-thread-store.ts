@@ -52,6 +52,16 @@ import {
   u32,
   u64,
 } from "./bytes.js";
+import {
+  checkLimit,
+  checkPayload,
+  checkProvenance,
+  checkTask,
+  checkTime,
+  MAX_TIME,
+  provenanceByCode,
+  provenanceCodes,
+} from "./checks.js";
 import { checkId } from "./ids.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import { claimPath } from "./open-paths.js";
@@ -61,7 +71,6 @@ import {
   type ListTasksQuery,
   type MessagePage,
   type PageOrder,
-  type Provenance,
   type PushConfigRecord,
   type StoredMessage,
   StoreError,
@@ -98,7 +107,6 @@ export interface LevelThreadStore extends ThreadStore {
 
 const RECORD_VERSION = 1;
 const CURSOR_VERSION = 1;
-const MAX_TIME = Number.MAX_SAFE_INTEGER;
 const HASH_BYTES = 32;
 const SEQ_BYTES = 8;
 const PURGE_CHUNK = 1000;
@@ -146,11 +154,6 @@ function prefixEnd(prefix: Uint8Array): Uint8Array {
   }
   throw new RangeError("a prefix of only 0xff bytes has no end");
 }
-
-const provenanceCodes: Record<Provenance, number> = { user: 1, agent: 2, "inter-session": 3 };
-const provenanceByCode = new Map<number, Provenance>(
-  Object.entries(provenanceCodes).map(([name, code]) => [code, name as Provenance]),
-);
 
 interface DecodedMeta extends ThreadMeta {}
 
@@ -320,44 +323,6 @@ const CURSOR_MESSAGES = 0x6d;
 const CURSOR_THREADS = 0x6c;
 const CURSOR_TASKS = 0x64;
 const CURSOR_PUSH = 0x70;
-
-function checkLimit(name: string, value: unknown, allowZero = false): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
-    throw new RangeError(`${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
-  }
-  return value;
-}
-
-function checkTime(name: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(`${name} must be a non-negative integer of milliseconds, got ${String(value)}`);
-  }
-  return value;
-}
-
-function checkPayload(name: string, value: unknown): Uint8Array {
-  if (!(value instanceof Uint8Array)) throw new TypeError(`${name} must be a Uint8Array`);
-  return value;
-}
-
-function checkProvenance(value: unknown): Provenance {
-  if (typeof value !== "string" || !Object.hasOwn(provenanceCodes, value)) {
-    throw new RangeError(`provenance must be one of ${Object.keys(provenanceCodes).join(", ")}, got ${String(value)}`);
-  }
-  return value as Provenance;
-}
-
-function checkTask(task: TaskRecord): TaskRecord {
-  checkId("tenant", task.tenant);
-  checkId("taskId", task.taskId);
-  checkId("contextId", task.contextId);
-  if (!Number.isInteger(task.state) || task.state < 0 || task.state > 0xffffffff) {
-    throw new RangeError(`task.state must be a TaskState number, got ${String(task.state)}`);
-  }
-  checkTime("task.updatedAt", task.updatedAt);
-  checkPayload("task.payload", task.payload);
-  return task;
-}
 
 type Db = Level<Uint8Array, Uint8Array>;
 type Snapshot = ReturnType<Db["snapshot"]>;
@@ -644,7 +609,8 @@ class LevelStore implements LevelThreadStore {
         if (meta) {
           const lists = [...idLists.values()];
           const raws = await this.db.getMany(lists.map((l) => l.key));
-          lists.forEach((l, i) => l.entries.push(...decodeMessageIdEntries(l.key, raws[i], meta.lastSequence)));
+          for (const [i, l] of lists.entries())
+            l.entries.push(...decodeMessageIdEntries(l.key, raws[i], meta.lastSequence));
         }
         for (const input of inputs) {
           sequence += 1;

@@ -1,5 +1,15 @@
 import type pg from "pg";
 import { bytesEqual, sha256, u64 } from "../bytes.js";
+import {
+  checkLimit,
+  checkPayload,
+  checkProvenance,
+  checkTask,
+  checkTime,
+  MAX_TIME,
+  provenanceByCode,
+  provenanceCodes,
+} from "../checks.js";
 import { checkId } from "../ids.js";
 import {
   type AppendInput,
@@ -9,7 +19,6 @@ import {
   type ListTasksQuery,
   type MessagePage,
   type PageOrder,
-  type Provenance,
   type PushConfigRecord,
   type StoredMessage,
   StoreError,
@@ -34,50 +43,6 @@ import {
   tenantKeyOf,
   threadKeyOf,
 } from "./keys.js";
-
-const MAX_TIME = Number.MAX_SAFE_INTEGER;
-const provenanceCodes: Record<Provenance, number> = { user: 1, agent: 2, "inter-session": 3 };
-const provenanceByCode = new Map<number, Provenance>(
-  Object.entries(provenanceCodes).map(([name, code]) => [code, name as Provenance]),
-);
-
-function checkLimit(name: string, value: unknown, allowZero = false): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < (allowZero ? 0 : 1)) {
-    throw new RangeError(`${name} must be an integer >= ${allowZero ? 0 : 1}, got ${String(value)}`);
-  }
-  return value;
-}
-
-function checkTime(name: string, value: unknown): number {
-  if (typeof value !== "number" || !Number.isSafeInteger(value) || value < 0) {
-    throw new RangeError(`${name} must be a non-negative integer of milliseconds, got ${String(value)}`);
-  }
-  return value;
-}
-
-function checkPayload(name: string, value: unknown): Uint8Array {
-  if (!(value instanceof Uint8Array)) throw new TypeError(`${name} must be a Uint8Array`);
-  return value;
-}
-
-function checkProvenance(value: unknown): Provenance {
-  if (typeof value !== "string" || !Object.hasOwn(provenanceCodes, value)) {
-    throw new RangeError(`provenance must be one of ${Object.keys(provenanceCodes).join(", ")}, got ${String(value)}`);
-  }
-  return value as Provenance;
-}
-
-function checkTask(task: TaskRecord): TaskRecord {
-  checkId("tenant", task?.tenant);
-  checkId("taskId", task.taskId);
-  checkId("contextId", task.contextId);
-  if (!Number.isInteger(task.state) || task.state < 0 || task.state > 0x7fffffff) {
-    throw new RangeError(`task.state must be a TaskState number, got ${String(task.state)}`);
-  }
-  checkTime("task.updatedAt", task.updatedAt);
-  checkPayload("task.payload", task.payload);
-  return task;
-}
 
 function checkFenceFor(fence: Fence | undefined, tenant: string, contextId: string): void {
   if (fence && (fence.key.tenant !== tenant || fence.key.contextId !== contextId)) {
