@@ -16,7 +16,14 @@ import {
 import { type JsonRpcId, parseEnvelope, parseJsonBody, readBody, salvageId } from "./json-rpc-request.js";
 import type { Logger } from "./logger.js";
 import { createBridgeLogger } from "./logger.js";
-import { findMethod, type MethodSpec, type ProtocolVersion, supportedVersions } from "./methods.js";
+import {
+  findMethod,
+  type MethodSpec,
+  type ProtocolVersion,
+  supportedVersions,
+  type UpstreamStream,
+} from "./methods.js";
+import { type ResumePoint, resumeAfterHeader, resumePointOf, streamStartOf, taskIdOfEvent } from "./sse-resume.js";
 import { agentCardToV03 } from "./v03-mapping.js";
 
 /** Where agent cards and agent names come from: a Parley instance in embedded mode, the upstream otherwise. */
@@ -285,7 +292,9 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       checkParts(input, limits.maxPartsPerMessage);
       const headers = upstreamHeaders(req, version, route.agent);
       if (spec.streaming) {
-        await streamEvents(res, spec, input, id, headers, upstreamAbort);
+        const resume = resumePointOf(input, headerValue(req, "last-event-id"));
+        if (resume) headers.set(resumeAfterHeader, String(resume.afterSeq));
+        await streamEvents(res, spec, input, id, headers, upstreamAbort, resume);
       } else {
         const output = await (spec.call(options.upstream, input, upstreamAbort.signal, headers) as Promise<Message>);
         sendJson(res, 200, { jsonrpc: "2.0", id, result: spec.render(output) });
@@ -316,18 +325,43 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     id: JsonRpcId,
     headers: Headers,
     upstreamAbort: AbortController,
+    resume: ResumePoint | undefined,
   ): Promise<void> {
-    const events = await (spec.call(options.upstream, input, upstreamAbort.signal, headers) as Promise<
-      AsyncIterable<Message>
-    >);
-    const iterator = events[Symbol.asyncIterator]();
+    const upstream = await (spec.call(
+      options.upstream,
+      input,
+      upstreamAbort.signal,
+      headers,
+    ) as Promise<UpstreamStream>);
+    const iterator = upstream.events[Symbol.asyncIterator]();
+    // The n-th event of the stream has seq start + n, the number the shared event log gave it.
+    const start = streamStartOf(upstream.header);
+    let index = 0;
+    let taskId = resume?.taskId;
+    const next = async (): Promise<IteratorResult<Message> & { seq?: number }> => {
+      for (;;) {
+        const result = await iterator.next();
+        if (result.done) return result;
+        const seq = start + ++index;
+        // An upstream that ignored parley-resume-after replays from its start: drop what the client already has.
+        if (resume && seq <= resume.afterSeq) continue;
+        return { ...result, seq };
+      }
+    };
     // The first event is awaited before any byte is written, so an early failure is still a plain JSON-RPC error.
-    const first = await iterator.next();
+    const first = await next();
     res.writeHead(200, sseHeaders);
     res.flushHeaders();
-    const write = (payload: unknown, event?: string) => {
+    const write = (payload: unknown, event?: string, eventId?: string) => {
       if (res.destroyed) return;
-      res.write(`${event ? `event: ${event}\n` : ""}data: ${JSON.stringify(payload)}\n\n`);
+      res.write(
+        `${event ? `event: ${event}\n` : ""}${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(payload)}\n\n`,
+      );
+    };
+    const writeEvent = (output: Message, seq: number | undefined) => {
+      taskId ??= taskIdOfEvent(output);
+      const eventId = taskId !== undefined && seq !== undefined ? `${taskId}:${seq}` : undefined;
+      write({ jsonrpc: "2.0", id, result: spec.render(output) as JsonValue }, undefined, eventId);
     };
     let shutdownReason: string | undefined;
     let markEnded = () => {};
@@ -345,11 +379,11 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       if (!res.destroyed) res.write(": keep-alive\n\n");
     }, keepAliveMs);
     try {
-      if (!first.done) write({ jsonrpc: "2.0", id, result: spec.render(first.value) as JsonValue });
+      if (!first.done) writeEvent(first.value, first.seq);
       for (;;) {
-        const next = await iterator.next();
-        if (next.done) break;
-        write({ jsonrpc: "2.0", id, result: spec.render(next.value) as JsonValue });
+        const event = await next();
+        if (event.done) break;
+        writeEvent(event.value, event.seq);
       }
     } catch (error) {
       if (shutdownReason !== undefined) {

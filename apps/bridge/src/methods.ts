@@ -29,8 +29,14 @@ export interface MethodSpec {
     input: Message,
     signal: AbortSignal,
     headers: Headers,
-  ): Promise<Message> | Promise<AsyncIterable<Message>>;
+  ): Promise<Message> | Promise<UpstreamStream>;
   render(output: Message): JsonValue;
+}
+
+/** A streaming call's events, with the response headers that came before them (parley-stream-start). */
+export interface UpstreamStream {
+  readonly header: Headers;
+  readonly events: AsyncIterable<Message>;
 }
 
 type AnyUnary = DescMethodUnary<DescMessage, DescMessage>;
@@ -53,12 +59,12 @@ async function callStream(
   input: Message,
   signal: AbortSignal,
   headers: Headers,
-): Promise<AsyncIterable<Message>> {
+): Promise<UpstreamStream> {
   async function* once() {
     yield input;
   }
   const response = await transport.stream(method, signal, undefined, headers, once());
-  return response.message;
+  return { header: response.header, events: response.message };
 }
 
 function invalidParams(method: string, detail: string): JsonRpcError {

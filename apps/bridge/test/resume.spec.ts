@@ -1,0 +1,290 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase } from "../../../packages/store/test/pg-helpers.js";
+import { type Bridge, createBridge } from "../src/bridge.js";
+import { createBridgeLogger } from "../src/logger.js";
+import { createRemoteUpstream, type RemoteUpstream } from "../src/upstream.js";
+import { postRaw, rpc, startStack, type TestStack } from "./harness.js";
+
+// Real replicas (`node dist/main.js`) sharing one PostgreSQL database, each behind its own bridge in remote mode.
+const serverBinary = fileURLToPath(new URL("../../../packages/server/dist/main.js", import.meta.url));
+
+interface SseEvent {
+  readonly event: string;
+  readonly id: string | undefined;
+  readonly data: Record<string, unknown>;
+}
+
+/** Reads SSE blocks with their `id:` lines; the harness's reader drops ids, which is what these tests check. */
+async function* sse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
+  const decoder = new TextDecoder();
+  let buffer = "";
+  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
+    buffer += decoder.decode(chunk, { stream: true });
+    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      let event = "message";
+      let id: string | undefined;
+      let data = "";
+      for (const line of block.split("\n")) {
+        if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("id: ")) id = line.slice(4);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      if (data) yield { event, id, data: JSON.parse(data) };
+    }
+  }
+}
+
+async function openStream(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  signal?: AbortSignal,
+): Promise<AsyncGenerator<SseEvent>> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body,
+    signal,
+  });
+  expect(res.headers.get("content-type")).toContain("text/event-stream");
+  return sse(res.body!);
+}
+
+/** Collects events until the stream ends, errors, or the connection is dropped under it. */
+async function drain(events: AsyncGenerator<SseEvent>, into: SseEvent[]): Promise<void> {
+  try {
+    for await (const e of events) into.push(e);
+  } catch {
+    // A killed replica or a dropped connection ends the read; what arrived before stays in `into`.
+  }
+}
+
+/** The text of artifact chunks, in both the 1.0 (`artifactUpdate`) and 0.3 (`artifact-update`) shapes. */
+function chunkText(events: readonly SseEvent[]): string {
+  return events
+    .map((e) => {
+      const result = e.data.result as Record<string, unknown> | undefined;
+      const update = (result?.artifactUpdate ?? (result?.kind === "artifact-update" ? result : undefined)) as
+        | { artifact?: { parts?: { text?: string }[] } }
+        | undefined;
+      return update?.artifact?.parts?.map((p) => p.text ?? "").join("") ?? "";
+    })
+    .join("");
+}
+
+function storedText(task: Record<string, unknown>): string {
+  const artifacts = (task.artifacts ?? []) as { parts?: { text?: string }[] }[];
+  return artifacts.map((a) => a.parts?.map((p) => p.text ?? "").join("") ?? "").join("");
+}
+
+/** Asserts the ids are `<taskId>:<n>` for n = first, first+1, ...: no gap and no duplicate across reconnects. */
+function expectContiguous(events: readonly SseEvent[], taskId: string, first: number): void {
+  const ids = events.filter((e) => e.event === "message").map((e) => e.id);
+  expect(ids).toEqual(ids.map((_, i) => `${taskId}:${first + i}`));
+}
+
+const v1 = { "A2A-Version": "1.0" };
+
+const sendParams = (contextId: string, text: string, returnImmediately: boolean) => ({
+  message: { messageId: randomUUID(), contextId, role: "ROLE_USER", parts: [{ text }] },
+  configuration: { returnImmediately },
+});
+
+async function startTask(url: string, text: string): Promise<string> {
+  const sent = await postRaw(url, rpc("SendMessage", sendParams(`ctx-${randomUUID()}`, text, true)), v1);
+  const task = (sent.json.result as { task: { id: string } }).task;
+  return task.id;
+}
+
+async function getTask(url: string, taskId: string): Promise<Record<string, unknown>> {
+  const got = await postRaw(url, rpc("GetTask", { id: taskId }), v1);
+  return got.json.result as Record<string, unknown>;
+}
+
+interface Replica {
+  readonly child: ChildProcess;
+  readonly exited: Promise<unknown>;
+  readonly upstream: RemoteUpstream;
+  readonly bridge: Bridge;
+}
+
+describe("resumable SSE across PostgreSQL replicas, one bridge each", () => {
+  const replicas: Replica[] = [];
+  const dirs: string[] = [];
+  let db: Awaited<ReturnType<typeof createTestDatabase>>;
+
+  async function startReplica(): Promise<Replica> {
+    const dataDir = mkdtempSync(join(tmpdir(), "parley-resume-"));
+    dirs.push(dataDir);
+    const child = spawn(process.execPath, [serverBinary, "--port", "0", "--data-dir", dataDir], {
+      env: {
+        PATH: process.env.PATH ?? "",
+        PARLEY_LOG_LEVEL: "warn",
+        PARLEY_STORE_URL: db.url,
+        PARLEY_LEASE_TTL_MS: "1500",
+        PARLEY_SWEEP_MS: "250",
+        PARLEY_ECHO_DELAY_MS: "150",
+        PARLEY_RATE_LIMIT: "0",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    let stdout = "";
+    child.stderr!.setEncoding("utf8").on("data", (c: string) => {
+      stderr += c;
+    });
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    const address = await new Promise<string>((resolve, reject) => {
+      child.stdout!.setEncoding("utf8").on("data", (c: string) => {
+        stdout += c;
+        const match = /parley-server listening on (\S+) /.exec(stdout);
+        if (match) resolve(match[1]!);
+      });
+      void exited.then(() => reject(new Error(`replica exited before listening; stderr:\n${stderr}`)));
+    });
+    const upstream = createRemoteUpstream(`http://${address}`);
+    const bridge = await createBridge({
+      upstream: upstream.transport,
+      cards: upstream.cards,
+      port: 0,
+      logger: createBridgeLogger("silent"),
+    });
+    const replica = { child, exited, upstream, bridge };
+    replicas.push(replica);
+    return replica;
+  }
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    // The first replica migrates alone so the other two start on a ready schema.
+    await startReplica();
+    await Promise.all([startReplica(), startReplica()]);
+  }, 30_000);
+
+  afterAll(async () => {
+    for (const r of replicas) r.child.kill("SIGKILL");
+    await Promise.all(replicas.map((r) => r.exited));
+    for (const r of replicas) {
+      r.upstream.close();
+      await r.bridge.close();
+    }
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    await db?.drop();
+  });
+
+  it("numbers SendStreamingMessage events from parley-stream-start and resumes them on another bridge (0.3)", async () => {
+    const [, b, c] = replicas as [Replica, Replica, Replica];
+    const text = "streamed through one bridge, resumed through another";
+    const first: SseEvent[] = [];
+    await drain(
+      await openStream(b.bridge.url, rpc("SendStreamingMessage", sendParams(`ctx-${randomUUID()}`, text, false)), v1),
+      first,
+    );
+    const taskId = (first[0]!.data.result as { task: { id: string } }).task.id;
+    expect(first.every((e) => e.event === "message")).toBe(true);
+    expectContiguous(first, taskId, 1);
+
+    const resumed: SseEvent[] = [];
+    await drain(
+      await openStream(c.bridge.url, rpc("tasks/resubscribe", { id: taskId }), {
+        "A2A-Version": "0.3",
+        "Last-Event-ID": `${taskId}:3`,
+      }),
+      resumed,
+    );
+    expect(resumed.map((e) => e.id)).toEqual(first.slice(3).map((e) => e.id));
+    expect(chunkText(first.slice(0, 3)) + chunkText(resumed)).toBe(storedText(await getTask(c.bridge.url, taskId)));
+  });
+
+  it("gives exactly the missed events on another bridge after the first replica is killed mid-stream", async () => {
+    const [a, b, c] = replicas as [Replica, Replica, Replica];
+    // The task runs on replica C, so killing A only cuts the subscriber's stream, not the task.
+    const taskId = await startTask(c.bridge.url, "a reply long enough to be cut in the middle of its stream");
+    const before: SseEvent[] = [];
+    const stream = await openStream(a.bridge.url, rpc("SubscribeToTask", { id: taskId }), v1);
+    for await (const e of stream) {
+      before.push(e);
+      if (before.length === 3) break;
+    }
+    a.child.kill("SIGKILL");
+    await a.exited;
+    await drain(stream, before);
+    const received = before.filter((e) => e.event === "message");
+    const lastId = received[received.length - 1]!.id!;
+
+    const after: SseEvent[] = [];
+    await drain(
+      await openStream(b.bridge.url, rpc("SubscribeToTask", { id: taskId }), { ...v1, "Last-Event-ID": lastId }),
+      after,
+    );
+    expect(after.length).toBeGreaterThan(0);
+    expect(after.every((e) => e.event === "message")).toBe(true);
+    const all = [...received, ...after];
+    expectContiguous(all, taskId, 1);
+    const final = all[all.length - 1]!.data.result as { statusUpdate?: { status?: { state?: string } } };
+    expect(final.statusUpdate?.status?.state).toBe("TASK_STATE_COMPLETED");
+    const stored = await getTask(b.bridge.url, taskId);
+    expect(chunkText(all)).toBe(storedText(stored));
+    expect(storedText(stored)).not.toBe("");
+  });
+
+  it("refuses a malformed Last-Event-ID, or one naming another task, as -32602 naming the header", async () => {
+    const [, b] = replicas as [Replica, Replica, Replica];
+    const taskId = await startTask(b.bridge.url, "short");
+    for (const lastEventId of ["no-seq-here", `${taskId}:`, `${taskId}:-1`, ":4"]) {
+      const res = await postRaw(b.bridge.url, rpc("SubscribeToTask", { id: taskId }), {
+        ...v1,
+        "Last-Event-ID": lastEventId,
+      });
+      expect((res.json.error as { code: number }).code).toBe(-32602);
+      expect((res.json.error as { message: string }).message).toContain("Last-Event-ID");
+    }
+    const other = await postRaw(b.bridge.url, rpc("SubscribeToTask", { id: taskId }), {
+      ...v1,
+      "Last-Event-ID": "some-other-task:2",
+    });
+    expect((other.json.error as { code: number }).code).toBe(-32602);
+    expect((other.json.error as { message: string }).message).toContain("names task");
+  });
+});
+
+describe("resumable SSE on one LevelDB-backed bridge (no shared event log)", () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startStack();
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it("numbers from the in-memory run's start and resumes a dropped subscription without gap or duplicate", async () => {
+    const url = `${stack.bridge.url}agents/slow/`;
+    const taskId = await startTask(url, "dropped and picked up again on the same bridge");
+    const before: SseEvent[] = [];
+    const drop = new AbortController();
+    const stream = await openStream(url, rpc("SubscribeToTask", { id: taskId }), v1, drop.signal);
+    for await (const e of stream) {
+      before.push(e);
+      if (before.length === 4) break;
+    }
+    drop.abort();
+
+    const after: SseEvent[] = [];
+    await drain(
+      await openStream(url, rpc("SubscribeToTask", { id: taskId }), { ...v1, "Last-Event-ID": before[3]!.id! }),
+      after,
+    );
+    expect(after.length).toBeGreaterThan(0);
+    const all = [...before, ...after];
+    expectContiguous(all, taskId, 1);
+    expect(chunkText(all)).toBe(storedText(await getTask(url, taskId)));
+  });
+});
