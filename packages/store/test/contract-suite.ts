@@ -24,9 +24,13 @@ async function collect(iterable: AsyncIterable<TaskEvent>): Promise<number[]> {
   return seqs;
 }
 
-/** Polls `probe` until it returns a value; bounded by count so a broken backend fails instead of hanging. */
+/**
+ * Polls `probe` until it returns a value. Bounded (20 s) so a broken backend
+ * fails instead of hanging, and generous because CI machines are shared.
+ */
 async function eventually<T>(probe: () => Promise<T | null | undefined>, what: string): Promise<T> {
-  for (let i = 0; i < 400; i++) {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
     const value = await probe();
     if (value !== null && value !== undefined) return value;
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -325,7 +329,8 @@ export function storeContract(name: string, factory: BackendFactory): void {
 
       it("lets an expired lease be taken over with a higher token, and fences the stale holder's writes", async () => {
         const { store, leases, events } = await open();
-        const stale = (await leases.tryAcquire(key, "t-old", 50))!;
+        // Long enough for the stale holder's first write to land on a loaded machine, short enough to wait out.
+        const stale = (await leases.tryAcquire(key, "t-old", 1_000))!;
         await events.append("acme", "t-old", [event(1)], stale);
         const expired = await eventually(async () => (await leases.expired(10))[0], "the lease to expire");
         expect(expired).toEqual({ key, taskId: "t-old", token: 1 });

@@ -65,6 +65,9 @@ export function createPgLeases(options: PgLeasesOptions): ContextLeases {
       const th = checkKey(key);
       checkId("taskId", taskId);
       checkTtl(ttlMs);
+      // A holder must hear cancels for its lease: with LISTEN not yet active, a
+      // NOTIFY sent right after the grant would be lost until the next renewal.
+      await listener.ready();
       // One statement: a row back = granted, none = busy. The prev_* columns
       // capture, in the same row update, the holder an expired grant replaced.
       const { rows } = await pool.query<{
