@@ -1,7 +1,7 @@
 import { setMaxListeners } from "node:events";
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, type ConnectRouter, createRouterTransport, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { A2AService, type AgentCard, SessionService, TargetService, ThreadService } from "@parley/proto";
 import { createLevelThreadStore, createStore, type StoreBackend, type ThreadStore } from "@parley/store";
@@ -9,6 +9,7 @@ import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
 import type { ParleyConfig } from "./config.js";
+import { createDirectTransport } from "./direct-transport.js";
 import { Engine } from "./engine/engine.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createPushConfigs } from "./push/push-configs.js";
@@ -47,8 +48,6 @@ export interface Parley {
 
 export interface CreateParleyOptions {
   readonly logger?: Logger;
-  /** Extra routes served next to Parley's own (tests, embedders). */
-  readonly extraRoutes?: (router: ConnectRouter) => void;
 }
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
@@ -116,10 +115,11 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     agentNames: names,
     self: () => `parley@${advertised.grpcAddress ?? `${config.host}:${config.port}`}`,
   });
-  const routes = (router: ConnectRouter) => {
-    router.service(
-      A2AService,
-      createA2AServiceImpl({
+  // One instance of each service for every router and the direct transport, so they share state.
+  const services = [
+    {
+      service: A2AService,
+      impl: createA2AServiceImpl({
         engine,
         store,
         config,
@@ -127,11 +127,13 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         ...(push ? { push } : {}),
         ...(distributed && backend ? { resumable: { events: backend.events, distributed } } : {}),
       }),
-    );
-    router.service(ThreadService, createThreadServiceImpl({ store, engine }));
-    router.service(SessionService, sessionService);
-    router.service(TargetService, createTargetServiceImpl({ store, agents, peers: config.peers }));
-    options.extraRoutes?.(router);
+    },
+    { service: ThreadService, impl: createThreadServiceImpl({ store, engine }) },
+    { service: SessionService, impl: sessionService },
+    { service: TargetService, impl: createTargetServiceImpl({ store, agents, peers: config.peers }) },
+  ] as const;
+  const routes = (router: ConnectRouter) => {
+    for (const { service, impl } of services) router.service(service, impl as never);
   };
   const shutdown = new AbortController();
   // Every in-flight RPC listens on the shutdown signal; thousands of open streams are expected.
@@ -152,7 +154,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     store,
     logger,
     routes,
-    inProcessTransport: () => createRouterTransport(routes, { router: routerOptions }),
+    inProcessTransport: () =>
+      createDirectTransport(new Map(services.map((s) => [s.service.typeName, s])), interceptors, shutdown.signal),
     agentCard: (opts) => agentCard(opts),
     agentNames: () => [...names],
     async listen() {

@@ -185,7 +185,13 @@ export class Engine {
     const agent = this.agents.get(caller.agent);
     if (!agent) throw new ConnectError(`no agent named ${JSON.stringify(caller.agent)}`, Code.NotFound);
 
-    const payload = toBinary(MessageSchema, inbound);
+    let payload: Uint8Array;
+    try {
+      payload = toBinary(MessageSchema, inbound);
+    } catch (error) {
+      // A string with a lone surrogate (JSON and in-process callers can carry one; protobuf cannot store it).
+      throw invalidArgument(`message cannot be stored: ${error instanceof Error ? error.message : String(error)}`);
+    }
     let existing: Task | undefined;
     let contextId = inbound.contextId;
     if (inbound.taskId !== "") {

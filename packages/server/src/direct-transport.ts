@@ -1,0 +1,142 @@
+import { create, type DescMessage, type DescService, isMessage, type MessageShape } from "@bufbuild/protobuf";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  createHandlerContext,
+  type HandlerContext,
+  type Interceptor,
+  type StreamRequest,
+  type StreamResponse,
+  type Transport,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
+
+type AnyImpl = (request: unknown, context: HandlerContext) => unknown;
+
+/** The service implementations a direct transport calls, by service type name. */
+export type DirectServices = ReadonlyMap<string, { readonly service: DescService; readonly impl: object }>;
+
+function asMessage<D extends DescMessage>(desc: D, value: unknown): MessageShape<D> {
+  return isMessage(value, desc) ? (value as MessageShape<D>) : create(desc, value as never);
+}
+
+/**
+ * A Connect transport that calls the service implementations of this process
+ * directly: the same interceptors and handler contexts as over the network,
+ * but no serialisation, no framing and no HTTP. The embedded bridge uses it so
+ * a JSON-RPC request is parsed once (JSON to protobuf) and its reply encoded
+ * once (protobuf to JSON).
+ */
+export function createDirectTransport(
+  services: DirectServices,
+  interceptors: readonly Interceptor[],
+  shutdownSignal?: AbortSignal,
+): Transport {
+  const chain = (next: (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>) =>
+    interceptors.reduceRight((inner, interceptor) => interceptor(inner), next);
+
+  function implOf(service: DescService, localName: string): AnyImpl {
+    const impl = (services.get(service.typeName)?.impl as Record<string, unknown> | undefined)?.[localName];
+    if (typeof impl !== "function") {
+      throw new ConnectError(`${service.typeName}.${localName} is not implemented`, Code.Unimplemented);
+    }
+    return impl as AnyImpl;
+  }
+
+  function contextFor(req: UnaryRequest | StreamRequest, timeoutMs: number | undefined) {
+    return createHandlerContext({
+      service: req.service,
+      method: req.method,
+      protocolName: "in-process",
+      requestMethod: req.requestMethod,
+      url: req.url,
+      requestSignal: req.signal,
+      requestHeader: req.header,
+      contextValues: req.contextValues,
+      ...(shutdownSignal ? { shutdownSignal } : {}),
+      ...(timeoutMs !== undefined && timeoutMs > 0 ? { timeoutMs } : {}),
+    });
+  }
+
+  return {
+    async unary(method, signal, timeoutMs, header, input, contextValues) {
+      const impl = implOf(method.parent, method.localName);
+      const run = chain(async (req) => {
+        const ctx = contextFor(req, timeoutMs);
+        try {
+          const output = await impl((req as UnaryRequest).message, ctx);
+          return {
+            stream: false,
+            service: method.parent,
+            method,
+            header: ctx.responseHeader,
+            trailer: ctx.responseTrailer,
+            message: asMessage(method.output, output),
+          } satisfies UnaryResponse;
+        } finally {
+          // As over the network: the handler's signal fires when the call is over.
+          ctx.abort();
+        }
+      });
+      return (await run({
+        stream: false,
+        service: method.parent,
+        method,
+        requestMethod: "POST",
+        url: `in-process:///${method.parent.typeName}/${method.name}`,
+        header: new Headers(header),
+        contextValues: contextValues ?? createContextValues(),
+        message: asMessage(method.input, input),
+        signal: signal ?? new AbortController().signal,
+      })) as UnaryResponse<never, never>;
+    },
+
+    async stream(method, signal, timeoutMs, header, input, contextValues) {
+      const impl = implOf(method.parent, method.localName);
+      async function* messages() {
+        for await (const m of input) yield asMessage(method.input, m);
+      }
+      const run = chain(async (req) => {
+        const ctx = contextFor(req, timeoutMs);
+        const request = req as StreamRequest;
+        // Server streaming takes exactly one request message; the implementations here are all server-streaming.
+        let first: unknown;
+        for await (const m of request.message) {
+          first = m;
+          break;
+        }
+        if (first === undefined) throw new ConnectError("the stream carried no request message", Code.InvalidArgument);
+        const produced = impl(first, ctx) as AsyncIterable<unknown>;
+        async function* responses() {
+          try {
+            for await (const out of produced) yield asMessage(method.output, out);
+          } finally {
+            // Runs when the stream ends and when the caller stops reading: the handler sees its signal fire either way.
+            ctx.abort();
+          }
+        }
+        return {
+          stream: true,
+          service: method.parent,
+          method,
+          header: ctx.responseHeader,
+          trailer: ctx.responseTrailer,
+          message: responses(),
+        } satisfies StreamResponse;
+      });
+      return (await run({
+        stream: true,
+        service: method.parent,
+        method,
+        requestMethod: "POST",
+        url: `in-process:///${method.parent.typeName}/${method.name}`,
+        header: new Headers(header),
+        contextValues: contextValues ?? createContextValues(),
+        message: messages(),
+        signal: signal ?? new AbortController().signal,
+      })) as StreamResponse<never, never>;
+    },
+  };
+}
