@@ -169,6 +169,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       const tenant = callerOf(ctx).tenant;
       const pageSize = req.pageSize ?? 50;
       if (pageSize < 1 || pageSize > 100) throw invalidArgument(`pageSize must be between 1 and 100, got ${pageSize}`);
+      // Enums are open on the wire: an unknown number reaches here and the store would refuse it as a fault.
+      if (TaskState[req.status] === undefined) throw invalidArgument(`status must be a TaskState, got ${req.status}`);
       const page = await store
         .listTasks(tenant, {
           limit: pageSize,
