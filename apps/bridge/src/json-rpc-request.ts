@@ -61,11 +61,37 @@ export function parseJsonBody(body: Buffer, maxDepth: number): unknown {
       `invalid request: JSON nesting depth ${depth} exceeds the limit of ${maxDepth}`,
     );
   }
+  let value: unknown;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch (error) {
     throw new JsonRpcError(JsonRpcCode.ParseError, `parse error: ${(error as Error).message}`);
   }
+  // JSON's \uXXXX escapes can spell half a surrogate pair, which is not Unicode: protobuf cannot encode it
+  // as UTF-8 later, so it is refused here, like invalid UTF-8, rather than failing deep inside a call.
+  const broken = loneSurrogatePath(value, "");
+  if (broken !== undefined) {
+    throw new JsonRpcError(
+      JsonRpcCode.ParseError,
+      `parse error: ${broken || "the body"} contains an unpaired UTF-16 surrogate escape; strings must be valid Unicode`,
+    );
+  }
+  return value;
+}
+
+const loneSurrogate = /\p{Surrogate}/u;
+
+/** The path of the first string (key or value) holding an unpaired surrogate, "" for the root itself. */
+function loneSurrogatePath(value: unknown, path: string): string | undefined {
+  if (typeof value === "string") return loneSurrogate.test(value) ? path : undefined;
+  if (value === null || typeof value !== "object") return undefined;
+  for (const [key, child] of Object.entries(value)) {
+    const at = path === "" ? key : `${path}.${key}`;
+    if (loneSurrogate.test(key)) return at;
+    const found = loneSurrogatePath(child, at);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** The deepest bracket nesting outside string literals. */

@@ -78,6 +78,40 @@ function describeZodError(error: z.ZodError): string {
   return `${path}: ${issue.message}`;
 }
 
+function decodes(desc: DescMessage, json: JsonValue): boolean {
+  try {
+    fromJson(desc, json);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The JSON path (message.parts.0.text) of the field that fails to decode,
+ * found by decoding each field on its own and descending into the one that
+ * fails; undefined when no single field is to blame.
+ */
+function failingFieldPath(desc: DescMessage, json: unknown, prefix: string): string | undefined {
+  if (json === null || typeof json !== "object" || Array.isArray(json)) return undefined;
+  const object = json as Record<string, JsonValue>;
+  for (const field of desc.fields) {
+    const key = field.jsonName in object ? field.jsonName : field.name;
+    const value = object[key];
+    if (value === undefined || decodes(desc, { [key]: value })) continue;
+    const path = prefix === "" ? field.jsonName : `${prefix}.${field.jsonName}`;
+    // Well-known types (Struct, Timestamp) have JSON forms of their own: the field itself is the answer.
+    const nested = field.message && !field.message.typeName.startsWith("google.protobuf.") ? field.message : undefined;
+    if (nested && field.fieldKind === "message") return failingFieldPath(nested, value, path) ?? path;
+    if (nested && field.fieldKind === "list" && Array.isArray(value)) {
+      const i = value.findIndex((item) => !decodes(nested, item));
+      if (i >= 0) return failingFieldPath(nested, value[i], `${path}.${i}`) ?? `${path}.${i}`;
+    }
+    return path;
+  }
+  return undefined;
+}
+
 function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
   const streaming = method.methodKind === "server_streaming";
   return {
@@ -91,7 +125,11 @@ function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
       try {
         return fromJson(method.input, (params ?? {}) as JsonValue);
       } catch (error) {
-        throw invalidParams(method.name, (error as Error).message);
+        const message = (error as Error).message;
+        // protobuf-es names a type, not where it sits ("cannot decode enum lf.a2a.v1.TaskState",
+        // "cannot decode message google.protobuf.Struct"), which leaves a caller guessing which field was wrong.
+        const path = failingFieldPath(method.input, params, "");
+        throw invalidParams(method.name, path === undefined ? message : `${path}: ${message}`);
       }
     },
     call: streaming
