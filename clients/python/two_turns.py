@@ -23,14 +23,14 @@ def main():
     if len(sys.argv) != 3:
         sys.exit("usage: two_turns.py HOST:PORT GENERATED_DIR")
     address, generated = sys.argv[1], sys.argv[2]
-    # The stubs are generated at test time, never committed.
+    # The generated modules are made at test time, never committed.
     sys.path.insert(0, generated)
     import grpc
     from lf.a2a.v1 import a2a_pb2, a2a_pb2_grpc
 
     metadata = [("a2a-version", "1.0")]
     with grpc.insecure_channel(address) as channel:
-        stub = a2a_pb2_grpc.A2AServiceStub(channel)
+        a2a = a2a_pb2_grpc.A2AServiceStub(channel)
 
         def send(text, context_id=""):
             message = a2a_pb2.Message(
@@ -39,7 +39,7 @@ def main():
                 role=a2a_pb2.ROLE_USER,
                 parts=[a2a_pb2.Part(text=text)],
             )
-            return stub.SendMessage(a2a_pb2.SendMessageRequest(message=message), metadata=metadata, timeout=20)
+            return a2a.SendMessage(a2a_pb2.SendMessageRequest(message=message), metadata=metadata, timeout=20)
 
         first_text = "python says hello " + uuid.uuid4().hex[:8]
         first = send(first_text)
