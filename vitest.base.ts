@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+/** The test settings every workspace shares; each package's vitest.config.ts re-exports them. */
+export default defineConfig({
+  test: {
+    environment: "node",
+    include: ["src/**/*.spec.ts", "test/**/*.spec.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 30_000,
+  },
+});
