@@ -1,4 +1,5 @@
 import * as http2 from "node:http2";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { SendMessageRequestSchema, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -357,6 +358,13 @@ function envelopes(body: Buffer): { flags: number; data: Buffer }[] | undefined 
   return out;
 }
 
+function trailerText(trailer: { flags: number; data: Buffer }, encoding: string): string {
+  if (!(trailer.flags & 0x01)) return trailer.data.toString("utf8");
+  if (encoding === "gzip") return gunzipSync(trailer.data).toString("utf8");
+  if (encoding === "br") return brotliDecompressSync(trailer.data).toString("utf8");
+  throw new Error(`compressed with grpc-encoding ${JSON.stringify(encoding)}`);
+}
+
 /**
  * Says what is wrong with a response, or returns the error code it carries
  * ("ok" for a success). A well-formed answer is an HTTP status plus a valid
@@ -372,7 +380,15 @@ function judge(res: FuzzResponse): { code: string } | { problem: string } {
       if (!frames) return { problem: "gRPC-Web body framing is broken" };
       const trailer = frames.find((f) => f.flags & 0x80);
       if (!trailer) return { problem: "gRPC-Web response has no trailer frame" };
-      status = /grpc-status:\s*(\d+)/i.exec(trailer.data.toString("utf8"))?.[1];
+      // Flag 0x81 is a compressed trailer (PROTOCOL-WEB.md): connect-node compresses a trailer over
+      // compressMinBytes with the encoding the request declared, as a long quoted id makes it.
+      let text: string;
+      try {
+        text = trailerText(trailer, String(res.headers["grpc-encoding"] ?? "identity"));
+      } catch (error) {
+        return { problem: `compressed trailer frame does not decompress: ${(error as Error).message}` };
+      }
+      status = /grpc-status:\s*(\d+)/i.exec(text)?.[1];
     }
     return /^(\d|1[0-6])$/.test(String(status))
       ? { code: String(status) }
