@@ -2,20 +2,11 @@
 // messageId reuse, driven through the official @a2a-js/sdk gRPC client.
 
 import * as sdk from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  ServiceParameters,
-  withA2AExtensions,
-} from "@a2a-js/sdk/client";
-import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
-import { toJson } from "@bufbuild/protobuf";
+import { type Client, ServiceParameters, withA2AExtensions } from "@a2a-js/sdk/client";
 import { ConnectError } from "@connectrpc/connect";
-import { AgentCardSchema } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { errorReasonOf } from "../src/index.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
+import { sdkGrpcClient as sdkClient, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 const S = sdk.TaskState;
 const requiredExtension = "urn:a2a:tck:required-extension";
@@ -89,16 +80,6 @@ function expectForwardOnly(labels: string[]): void {
     .filter((l) => l.startsWith("task:") || l.startsWith("status:"))
     .map((l) => stateRank[l.split(":")[1]!]!);
   expect(ranks).toEqual([...ranks].sort((a, b) => a - b));
-}
-
-async function sdkClient(target: TestServer): Promise<Client> {
-  const card = sdk.AgentCard.fromJSON(
-    toJson(AgentCardSchema, target.parley.agentCard({ grpcAddress: target.address })),
-  );
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory()] }),
-  );
-  return factory.createFromAgentCard(card);
 }
 
 function reasonOf(error: unknown): string | undefined {

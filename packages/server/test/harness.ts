@@ -1,6 +1,10 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import * as sdk from "@a2a-js/sdk";
+import { ClientFactory, ClientFactoryOptions, type Client as SdkClient } from "@a2a-js/sdk/client";
+import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
+import { toJson } from "@bufbuild/protobuf";
 import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
@@ -8,7 +12,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { A2AService, TargetService, ThreadService } from "@parley/proto";
+import { A2AService, AgentCardSchema, TargetService, ThreadService } from "@parley/proto";
 import { type CreateParleyOptions, createParley, loadConfig, type Parley, type ParleyConfig } from "../src/index.js";
 
 export interface TestServer {
@@ -90,4 +94,15 @@ export function userMessage(text: string, extra: { contextId?: string; taskId?: 
     ...(extra.contextId ? { contextId: extra.contextId } : {}),
     ...(extra.taskId ? { taskId: extra.taskId } : {}),
   };
+}
+
+/** The official @a2a-js/sdk client, over gRPC, built from the server's own agent card. */
+export async function sdkGrpcClient(target: TestServer): Promise<SdkClient> {
+  const card = sdk.AgentCard.fromJSON(
+    toJson(AgentCardSchema, target.parley.agentCard({ grpcAddress: target.address })),
+  );
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory()] }),
+  );
+  return factory.createFromAgentCard(card);
 }

@@ -4,12 +4,11 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as sdk from "@a2a-js/sdk";
-import { type Client, ClientFactory, ClientFactoryOptions } from "@a2a-js/sdk/client";
-import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
-import { create, toBinary, toJson } from "@bufbuild/protobuf";
-import { AgentCardSchema, TaskPushNotificationConfigSchema } from "@parley/proto";
+import type { Client } from "@a2a-js/sdk/client";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { TaskPushNotificationConfigSchema } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./harness.js";
+import { sdkGrpcClient as sdkClient, startTestServer, type TestServer } from "./harness.js";
 
 interface Delivery {
   readonly headers: IncomingHttpHeaders;
@@ -71,16 +70,6 @@ function labels(deliveries: Delivery[]): string[] {
     const [kind, value] = Object.entries(d.body)[0]!;
     return kind === "task" || kind === "statusUpdate" ? `${kind}:${value.status?.state}` : kind;
   });
-}
-
-async function sdkClient(target: TestServer): Promise<Client> {
-  const card = sdk.AgentCard.fromJSON(
-    toJson(AgentCardSchema, target.parley.agentCard({ grpcAddress: target.address })),
-  );
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory()] }),
-  );
-  return factory.createFromAgentCard(card);
 }
 
 function send(messageId: string, extra: Record<string, unknown> = {}, configuration?: Record<string, unknown>) {

@@ -1,12 +1,9 @@
 // The official A2A SDK's gRPC client, unmodified, against a real Parley.
 
 import * as sdk from "@a2a-js/sdk";
-import { type Client, ClientFactory, ClientFactoryOptions } from "@a2a-js/sdk/client";
-import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
-import { toJson } from "@bufbuild/protobuf";
-import { AgentCardSchema } from "@parley/proto";
+import type { Client } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestServer, type TestServer } from "./harness.js";
+import { sdkGrpcClient, startTestServer, type TestServer } from "./harness.js";
 
 function send(text: string, extra: Record<string, unknown> = {}) {
   return sdk.SendMessageRequest.fromJSON({
@@ -28,21 +25,11 @@ describe("@a2a-js/sdk gRPC client against Parley", () => {
   let client: Client;
   let slowClient: Client;
 
-  async function sdkClient(target: TestServer): Promise<Client> {
-    const card = sdk.AgentCard.fromJSON(
-      toJson(AgentCardSchema, target.parley.agentCard({ grpcAddress: target.address })),
-    );
-    const factory = new ClientFactory(
-      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory()] }),
-    );
-    return factory.createFromAgentCard(card);
-  }
-
   beforeAll(async () => {
     server = await startTestServer();
     slow = await startTestServer({ agents: [{ name: "echo", type: "echo", options: { delayMs: 50, chunks: 8 } }] });
-    client = await sdkClient(server);
-    slowClient = await sdkClient(slow);
+    client = await sdkGrpcClient(server);
+    slowClient = await sdkGrpcClient(slow);
   });
   afterAll(async () => {
     await server.close();
