@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { configHelp, createParley, loadConfig, type Parley } from "@parley/server";
+import { configHelp, createParley, exitOnSignals, loadConfig, type Parley } from "@parley/server";
 import { type Bridge, createBridge } from "./bridge.js";
 import { createBridgeLogger } from "./logger.js";
 import { createRemoteUpstream } from "./upstream.js";
@@ -135,24 +135,7 @@ async function main(): Promise<void> {
     ].join("\n"),
   );
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    bridge
-      .close()
-      .then(() => (parley ? parley.close() : closeUpstream()))
-      .then(
-        () => process.exit(0),
-        (error: unknown) => {
-          logger.error({ err: error }, "shutdown failed");
-          process.exit(1);
-        },
-      );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  exitOnSignals(logger, () => bridge.close().then(() => (parley ? parley.close() : closeUpstream())));
 }
 
 main().catch((error: unknown) => {

@@ -40,7 +40,10 @@ export function createDirectTransport(
   function implOf(service: DescService, localName: string): AnyImpl {
     const impl = (services.get(service.typeName)?.impl as Record<string, unknown> | undefined)?.[localName];
     if (typeof impl !== "function") {
-      throw new ConnectError(`${service.typeName}.${localName} has no implementation on this server`, Code.Unimplemented);
+      throw new ConnectError(
+        `${service.typeName}.${localName} has no implementation on this server`,
+        Code.Unimplemented,
+      );
     }
     return impl as AnyImpl;
   }

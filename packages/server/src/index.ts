@@ -58,3 +58,4 @@ export {
   silenceTokenSet,
 } from "./sessions/silence.js";
 export { guardSessionSteps, stepOutcomeArtifactId } from "./sessions/step-guard.js";
+export { exitOnSignals } from "./shutdown.js";

@@ -2,6 +2,7 @@
 import { configHelp, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { createParley } from "./parley.js";
+import { exitOnSignals } from "./shutdown.js";
 
 async function main(): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
@@ -26,21 +27,7 @@ async function main(): Promise<void> {
   process.stdout.write(
     `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over h2c); data in ${config.dataDir}; agents: ${parley.agentNames().join(", ")}\n`,
   );
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    parley.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, "shutdown failed");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  exitOnSignals(logger, () => parley.close());
 }
 
 main().catch((error: unknown) => {
