@@ -65,7 +65,8 @@ function jsonRpcCall(agent, url, body, streaming) {
           const total = performance.now() - started;
           if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
           if (streaming) {
-            events = text.split("\n\n").filter((e) => e.startsWith("data:")).length;
+            // An event may start with `id:` (Parley's resumable streams) or `event:` before its data line.
+            events = text.split("\n\n").filter((e) => /^data:/m.test(e)).length;
             if (text.includes("event: error") || events < 2)
               return reject(new Error(`bad stream: ${text.slice(0, 300)}`));
           } else if (!text.includes('"result"')) {

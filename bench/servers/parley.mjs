@@ -12,7 +12,12 @@ import { createParley, loadConfig, openModeTenant } from "@parley/server";
 import { serveControl } from "../lib/child-ipc.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
-const config = loadConfig({ argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"], env: process.env });
+// The per-tenant rate limit (on by default) would cap every row at its rate: the benchmark measures the
+// server, so it is off here unless the caller sets PARLEY_RATE_LIMIT itself.
+const config = loadConfig({
+  argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+  env: { PARLEY_RATE_LIMIT: "0", ...process.env },
+});
 const parley = await createParley(config);
 const { address } = await parley.listen();
 

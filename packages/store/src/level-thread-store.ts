@@ -857,7 +857,7 @@ class LevelStore implements LevelThreadStore {
     return this.locks.run(`k:${tkHex}`, async () => {
       const recordKey = key(T_TASK, tk);
       let old: TaskIndexPosition | undefined = this.taskPositions.get(tkHex);
-      if (!old) {
+      if (!old && !task.created) {
         const raw = await this.db.get(recordKey);
         old = raw === undefined ? undefined : decodeOrCorrupt("task", recordKey, () => decodeTask(raw));
       }

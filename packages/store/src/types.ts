@@ -67,6 +67,12 @@ export interface TaskRecord {
   /** The status timestamp in milliseconds; listings sort on it, newest first. */
   readonly updatedAt: number;
   readonly payload: Uint8Array;
+  /**
+   * True when this write creates the task under an id the caller minted just
+   * now, so no earlier record can exist and a store may skip looking for one.
+   * Never set it for an id that came from a client.
+   */
+  readonly created?: boolean;
 }
 
 export interface ListTasksQuery {

@@ -249,7 +249,8 @@ export class Engine {
       appended = await (this.store as FencedThreadStore).append(
         key,
         { messageId: inbound.messageId, provenance: provenanceOf(inbound), taskId, payload },
-        taskRecord(caller.tenant, task),
+        // A new task's id was minted above, so the store need not look for an earlier record of it.
+        existing ? taskRecord(caller.tenant, task) : { ...taskRecord(caller.tenant, task), created: true },
         this.distributed?.writeOptions(run),
       );
     } catch (error) {
