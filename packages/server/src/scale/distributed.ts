@@ -164,16 +164,26 @@ export class Distributed {
       while (state.queue.length > 0 && !state.lost) {
         // Everything queued while the previous batch was in flight goes in one transaction.
         const batch = state.queue.splice(0, state.queue.length);
+        let failingSince: number | undefined;
         for (let attempt = 1; ; attempt++) {
           try {
             await this.options.events.append(run.tenant, run.taskId, batch, state.fence);
             break;
           } catch (error) {
-            if ((error instanceof StoreError && error.code === "FENCED") || attempt >= maxFlushTries) {
+            failingSince ??= Date.now();
+            // A database that is away (a restart, a failover) is waited out for as long as the lease
+            // can still be live: the fenced append is safe to retry, and lands or is FENCED once
+            // PostgreSQL is back. A store error (not an outage) still gives up after a few tries.
+            const outage = !(error instanceof StoreError) && Date.now() - failingSince < this.options.leaseTtlMs;
+            if (
+              (error instanceof StoreError && error.code === "FENCED") ||
+              state.lost ||
+              (attempt >= maxFlushTries && !outage)
+            ) {
               this.lose(run, state, error);
               return;
             }
-            await new Promise((resolve) => setTimeout(resolve, 50 * attempt));
+            await new Promise((resolve) => setTimeout(resolve, Math.min(50 * attempt, 250)));
           }
         }
       }

@@ -13,6 +13,8 @@ export interface PgEventLogOptions {
   readonly pollMs?: number;
   /** How many events one catch-up read fetches. */
   readonly readBatch?: number;
+  /** How long a follower keeps retrying reads that fail (the database is away) before its stream fails. */
+  readonly readRetryMs?: number;
 }
 
 interface Follower {
@@ -43,6 +45,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
   const { pool, listener } = options;
   const pollMs = options.pollMs ?? 1000;
   const readBatch = options.readBatch ?? 256;
+  const readRetryMs = options.readRetryMs ?? 30_000;
   const followers = new Map<string, Set<Follower>>();
   let closed = false;
   let closeAll = () => {};
@@ -161,12 +164,29 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
           // LISTEN first, then read: an event committed in between is either read or notified.
           await Promise.race([listener.ready(), abort.promise, closing]);
           let last = afterSeq;
+          let failingSince: number | undefined;
           while (!signal.aborted && !closed) {
             const seen = follower.version;
             const changed = new Promise<void>((resolve) => {
               follower.wake = resolve;
             });
-            const batch = await read(taskKey, last, readBatch);
+            let batch: TaskEvent[];
+            try {
+              batch = await read(taskKey, last, readBatch);
+              failingSince = undefined;
+            } catch (error) {
+              // A database outage (a restart, a failover) is waited out: the follower re-reads once
+              // PostgreSQL answers again; only an outage longer than readRetryMs ends the stream.
+              failingSince ??= Date.now();
+              if (Date.now() - failingSince >= readRetryMs) throw error;
+              let timer: NodeJS.Timeout | undefined;
+              const pause = new Promise<void>((resolve) => {
+                timer = setTimeout(resolve, Math.min(pollMs, 250));
+              });
+              await Promise.race([pause, abort.promise, closing]);
+              clearTimeout(timer);
+              continue;
+            }
             for (const event of batch) {
               last = event.seq;
               yield event;
