@@ -1,10 +1,10 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnServer } from "../../../packages/server/test/fixtures/spawn-server.js";
 import { createTestDatabase } from "../../../packages/store/test/pg-helpers.js";
 import { type Bridge, createBridge } from "../src/bridge.js";
 import { createBridgeLogger } from "../src/logger.js";
@@ -12,7 +12,6 @@ import { createRemoteUpstream, type RemoteUpstream } from "../src/upstream.js";
 import { postRaw, rpc, startStack, type TestStack } from "./harness.js";
 
 // Real replicas (`node dist/main.js`) sharing one PostgreSQL database, each behind its own bridge in remote mode.
-const serverBinary = fileURLToPath(new URL("../../../packages/server/dist/main.js", import.meta.url));
 
 interface SseEvent {
   readonly event: string;
@@ -124,32 +123,17 @@ describe("resumable SSE across PostgreSQL replicas, one bridge each", () => {
   async function startReplica(): Promise<Replica> {
     const dataDir = mkdtempSync(join(tmpdir(), "parley-resume-"));
     dirs.push(dataDir);
-    const child = spawn(process.execPath, [serverBinary, "--port", "0", "--data-dir", dataDir], {
+    const server = await spawnServer({
+      dataDir,
       env: {
-        PATH: process.env.PATH ?? "",
-        PARLEY_LOG_LEVEL: "warn",
         PARLEY_STORE_URL: db.url,
         PARLEY_LEASE_TTL_MS: "1500",
         PARLEY_SWEEP_MS: "250",
         PARLEY_ECHO_DELAY_MS: "150",
         PARLEY_RATE_LIMIT: "0",
       },
-      stdio: ["ignore", "pipe", "pipe"],
     });
-    let stderr = "";
-    let stdout = "";
-    child.stderr!.setEncoding("utf8").on("data", (c: string) => {
-      stderr += c;
-    });
-    const exited = new Promise((resolve) => child.once("exit", resolve));
-    const address = await new Promise<string>((resolve, reject) => {
-      child.stdout!.setEncoding("utf8").on("data", (c: string) => {
-        stdout += c;
-        const match = /parley-server listening on (\S+) /.exec(stdout);
-        if (match) resolve(match[1]!);
-      });
-      void exited.then(() => reject(new Error(`replica exited before listening; stderr:\n${stderr}`)));
-    });
+    const { child, address, exited } = server;
     const upstream = createRemoteUpstream(`http://${address}`);
     const bridge = await createBridge({
       upstream: upstream.transport,

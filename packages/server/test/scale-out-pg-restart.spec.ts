@@ -1,19 +1,17 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { A2AService, type StreamResponse, type Task, TaskState } from "@parley/proto";
+import { ConnectError, type createClient } from "@connectrpc/connect";
+import { type A2AService, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnServer } from "./fixtures/spawn-server.js";
 import { type PrivatePostgres, startPrivatePostgres } from "./private-postgres.js";
 
 // Two real replicas (`node dist/main.js`) on a PostgreSQL instance of this file's own, which the
 // test restarts under them: the machine's shared cluster, used by other tests, is never touched.
-const serverBinary = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 // Longer than any `pg_ctl restart -m fast` of this tiny instance: a lease renewed just before
 // the restart is still live when the database is back, so an outage this short costs no task.
 const leaseTtlMs = 6000;
@@ -23,7 +21,7 @@ const echoDelayMs = 300;
 interface Replica {
   readonly child: ChildProcess;
   readonly client: ReturnType<typeof createClient<typeof A2AService>>;
-  readonly manager: Http2SessionManager;
+  readonly manager: { abort(): void };
   readonly exited: Promise<unknown>;
   stderr(): string;
 }
@@ -35,38 +33,23 @@ const dirs: string[] = [];
 async function startReplica(storeUrl: string): Promise<Replica> {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-replica-"));
   dirs.push(dataDir);
-  const child = spawn(process.execPath, [serverBinary, "--port", "0", "--data-dir", dataDir], {
+  const server = await spawnServer({
+    dataDir,
     env: {
-      PATH: process.env.PATH ?? "",
-      PARLEY_LOG_LEVEL: "warn",
       PARLEY_STORE_URL: storeUrl,
       PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
       PARLEY_SWEEP_MS: "250",
       PARLEY_ECHO_DELAY_MS: String(echoDelayMs),
       PARLEY_RATE_LIMIT: "0",
     },
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  let stderr = "";
-  let stdout = "";
-  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
-    stderr += c;
-  });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const address = await new Promise<string>((resolve, reject) => {
-    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-      const match = /parley-server listening on (\S+) /.exec(stdout);
-      if (match) resolve(match[1]!);
-    });
-    void exited.then(() => reject(new Error(`replica exited before listening; stderr:\n${stderr}`)));
-  });
-  const manager = new Http2SessionManager(`http://${address}`);
-  const client = createClient(
-    A2AService,
-    createGrpcTransport({ baseUrl: `http://${address}`, sessionManager: manager }),
-  );
-  const replica = { child, client, manager, exited, stderr: () => stderr };
+  const replica = {
+    child: server.child,
+    client: server.a2a(),
+    manager: { abort: () => server.closeClients() },
+    exited: server.exited,
+    stderr: server.stderr,
+  };
   replicas.push(replica);
   return replica;
 }

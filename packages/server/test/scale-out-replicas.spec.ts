@@ -1,17 +1,15 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
-import { A2AService, type StreamResponse, TaskState } from "@parley/proto";
+import { ConnectError, type createClient } from "@connectrpc/connect";
+import { type A2AService, type StreamResponse, TaskState } from "@parley/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawnServer } from "./fixtures/spawn-server.js";
 
 // Real replicas: separate `node dist/main.js` processes on loopback sharing one PostgreSQL database.
-const serverBinary = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 // The local cluster `npm test`'s pretest step starts, unless PARLEY_TEST_PG_URL names another.
 const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
@@ -26,7 +24,7 @@ interface Replica {
   readonly child: ChildProcess;
   readonly address: string;
   readonly client: ReturnType<typeof createClient<typeof A2AService>>;
-  readonly manager: Http2SessionManager;
+  readonly manager: { abort(): void };
   readonly exited: Promise<unknown>;
   stderr(): string;
 }
@@ -37,38 +35,24 @@ const dirs: string[] = [];
 async function startReplica(): Promise<Replica> {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-replica-"));
   dirs.push(dataDir);
-  const child = spawn(process.execPath, [serverBinary, "--port", "0", "--data-dir", dataDir], {
+  const server = await spawnServer({
+    dataDir,
     env: {
-      PATH: process.env.PATH ?? "",
-      PARLEY_LOG_LEVEL: "warn",
       PARLEY_STORE_URL: dbUrl,
       PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
       PARLEY_SWEEP_MS: "250",
       PARLEY_ECHO_DELAY_MS: "120",
       PARLEY_RATE_LIMIT: "0",
     },
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  let stderr = "";
-  let stdout = "";
-  child.stderr!.setEncoding("utf8").on("data", (c: string) => {
-    stderr += c;
-  });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  const address = await new Promise<string>((resolve, reject) => {
-    child.stdout!.setEncoding("utf8").on("data", (c: string) => {
-      stdout += c;
-      const match = /parley-server listening on (\S+) /.exec(stdout);
-      if (match) resolve(match[1]!);
-    });
-    void exited.then(() => reject(new Error(`replica exited before listening; stderr:\n${stderr}`)));
-  });
-  const manager = new Http2SessionManager(`http://${address}`);
-  const client = createClient(
-    A2AService,
-    createGrpcTransport({ baseUrl: `http://${address}`, sessionManager: manager }),
-  );
-  const replica = { child, address, client, manager, exited, stderr: () => stderr };
+  const replica = {
+    child: server.child,
+    address: server.address,
+    client: server.a2a(),
+    manager: { abort: () => server.closeClients() },
+    exited: server.exited,
+    stderr: server.stderr,
+  };
   replicas.push(replica);
   return replica;
 }
