@@ -6,36 +6,6 @@ const key: ThreadKey = { tenant: "acme", contextId: "ctx-1" };
 const msg = (id: string, payload: Uint8Array = text(id)) => ({ messageId: id, provenance: "user" as const, payload });
 
 describe("append and reads", () => {
-  it("numbers messages from 1 and keeps meta in step", async () => {
-    const clock = manualClock();
-    const { store } = await openStore({ now: clock.now });
-    const first = await store.append(key, { ...msg("a"), taskId: "task-1" });
-    clock.advance(5);
-    const second = await store.append(key, { ...msg("b"), provenance: "agent" });
-    expect(first).toEqual({
-      duplicate: false,
-      message: {
-        sequence: 1,
-        messageId: "a",
-        provenance: "user",
-        taskId: "task-1",
-        payload: text("a"),
-        createdAt: clock.now() - 5,
-      },
-    });
-    expect(second.message.sequence).toBe(2);
-    expect(second.message.taskId).toBeUndefined();
-    expect(await store.getThread(key)).toEqual({
-      tenant: "acme",
-      contextId: "ctx-1",
-      createdAt: clock.now() - 5,
-      updatedAt: clock.now(),
-      messageCount: 2,
-      lastSequence: 2,
-    });
-    expect(await store.tail(key, 10)).toEqual([first.message, second.message]);
-  });
-
   it("returns payload bytes exactly, including empty and binary payloads", async () => {
     const { store } = await openStore();
     const payloads = [new Uint8Array(0), bytes(0, 255, 0, 10, 13), new Uint8Array(70_000).map((_, i) => i % 251)];
