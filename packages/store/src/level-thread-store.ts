@@ -129,9 +129,26 @@ const T_PUSH = table("p");
 function digest(tag: string, fields: readonly string[]): Uint8Array {
   return sha256(lengthPrefixed([encodeUtf8(tag), ...fields.map(encodeUtf8)]));
 }
-const threadHash = (tenant: string, contextId: string) => digest("parley.thread.v1", [tenant, contextId]);
-const tenantHash = (tenant: string) => digest("parley.tenant.v1", [tenant]);
-const taskHash = (tenant: string, taskId: string) => digest("parley.task.v1", [tenant, taskId]);
+/**
+ * The digests of recently used threads, tenants and tasks: one send hashes the
+ * same ids several times (append, indexes, history read). The cache key is the
+ * JSON of the fields, which is unambiguous; the digests are never mutated.
+ */
+const recentDigests = new Map<string, Uint8Array>();
+const RECENT_DIGESTS = 4_096;
+function cachedDigest(tag: string, fields: readonly string[]): Uint8Array {
+  const cacheKey = JSON.stringify([tag, ...fields]);
+  let found = recentDigests.get(cacheKey);
+  if (!found) {
+    found = digest(tag, fields);
+    recentDigests.set(cacheKey, found);
+    if (recentDigests.size > RECENT_DIGESTS) recentDigests.delete(recentDigests.keys().next().value!);
+  }
+  return found;
+}
+const threadHash = (tenant: string, contextId: string) => cachedDigest("parley.thread.v1", [tenant, contextId]);
+const tenantHash = (tenant: string) => cachedDigest("parley.tenant.v1", [tenant]);
+const taskHash = (tenant: string, taskId: string) => cachedDigest("parley.task.v1", [tenant, taskId]);
 const messageIdHash = (messageId: string) => digest("parley.message-id.v1", [messageId]);
 const configHash = (configId: string) => digest("parley.push-config.v1", [configId]);
 
