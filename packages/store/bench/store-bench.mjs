@@ -79,7 +79,7 @@ try {
         Array.from({ length: count }, (_, i) => ({
           messageId: `m${done + i}`,
           provenance: "agent",
-          payload: payload(),
+          payload: randomBytes(FILL_PAYLOAD_BYTES),
         })),
       );
     }
