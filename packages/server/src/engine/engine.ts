@@ -480,18 +480,7 @@ export class Engine {
       }
       start(false);
       if (textChunks > 0) {
-        run.publish(
-          streamEvent({
-            case: "artifactUpdate",
-            value: {
-              taskId: task.id,
-              contextId: task.contextId,
-              artifact: { artifactId, parts: [{ content: { case: "text", value: "" } }] },
-              append: true,
-              lastChunk: true,
-            },
-          }),
-        );
+        publishArtifact(run, { artifactId, parts: [{ content: { case: "text", value: "" } }] }, true, true);
       }
       const replyBody = replyText !== "" ? replyText : statusText;
       const reply = replyBody !== undefined && replyBody !== "" ? agentMessage(task, replyBody) : undefined;
@@ -561,36 +550,14 @@ export class Engine {
       case "text": {
         const part: MessageInitShape<typeof PartSchema> = { content: { case: "text", value: event.text } };
         appendArtifact(task, artifactId, [part], !firstText);
-        run.publish(
-          streamEvent({
-            case: "artifactUpdate",
-            value: {
-              taskId: task.id,
-              contextId: task.contextId,
-              artifact: { artifactId, name: "reply", parts: [part] },
-              append: !firstText,
-              lastChunk: false,
-            },
-          }),
-        );
+        publishArtifact(run, { artifactId, name: "reply", parts: [part] }, !firstText, false);
         return;
       }
       case "artifact": {
         const artifact = create(ArtifactSchema, event.artifact);
         if (artifact.artifactId === "") artifact.artifactId = randomUUID();
         appendArtifact(task, artifact.artifactId, artifact.parts, event.append ?? false, artifact);
-        run.publish(
-          streamEvent({
-            case: "artifactUpdate",
-            value: {
-              taskId: task.id,
-              contextId: task.contextId,
-              artifact,
-              append: event.append ?? false,
-              lastChunk: event.lastChunk ?? false,
-            },
-          }),
-        );
+        publishArtifact(run, artifact, event.append ?? false, event.lastChunk ?? false);
         return;
       }
       default:
@@ -694,6 +661,21 @@ function contextKey(tenant: string, contextId: string): string {
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
   return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
+
+/** Publishes one append-only artifact update of the run's task. */
+function publishArtifact(
+  run: TaskRun,
+  artifact: MessageInitShape<typeof ArtifactSchema>,
+  append: boolean,
+  lastChunk: boolean,
+): void {
+  run.publish(
+    streamEvent({
+      case: "artifactUpdate",
+      value: { taskId: run.task.id, contextId: run.task.contextId, artifact, append, lastChunk },
+    }),
+  );
 }
 
 function streamEvent(payload: MessageInitShape<typeof StreamResponseSchema>["payload"]): StreamResponse {
