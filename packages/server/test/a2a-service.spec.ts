@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
+import { startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function replyText(task: Task): string {
   return task.artifacts.map((a) => messageText(a)).join("");
@@ -16,12 +16,6 @@ async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamRes
   const events: StreamResponse[] = [];
   for await (const e of stream) events.push(e);
   return events;
-}
-
-function streamedText(events: StreamResponse[]): string {
-  return events
-    .map((e) => (e.payload.case === "artifactUpdate" ? messageText(e.payload.value.artifact ?? { parts: [] }) : ""))
-    .join("");
 }
 
 describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (protocol) => {

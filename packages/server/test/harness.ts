@@ -12,8 +12,15 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { A2AService, AgentCardSchema, TargetService, ThreadService } from "@parley/proto";
-import { type CreateParleyOptions, createParley, loadConfig, type Parley, type ParleyConfig } from "../src/index.js";
+import { A2AService, AgentCardSchema, type StreamResponse, TargetService, ThreadService } from "@parley/proto";
+import {
+  type CreateParleyOptions,
+  createParley,
+  loadConfig,
+  messageText,
+  type Parley,
+  type ParleyConfig,
+} from "../src/index.js";
 
 export interface TestServer {
   readonly parley: Parley;
@@ -105,4 +112,16 @@ export async function sdkGrpcClient(target: TestServer): Promise<SdkClient> {
     ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new GrpcTransportFactory()] }),
   );
   return factory.createFromAgentCard(card);
+}
+
+/** A SendMessageRequest carrying one user text in `contextId`. */
+export function sendRequest(contextId: string, text: string) {
+  return { message: userMessage(text, { contextId }) };
+}
+
+/** The reply text a stream delivered: its artifact chunks, concatenated in order. */
+export function streamedText(events: readonly StreamResponse[]): string {
+  return events
+    .map((e) => (e.payload.case === "artifactUpdate" ? messageText(e.payload.value.artifact ?? { parts: [] }) : ""))
+    .join("");
 }

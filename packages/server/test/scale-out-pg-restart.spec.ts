@@ -8,6 +8,7 @@ import { type A2AService, type StreamResponse, type Task, TaskState } from "@par
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnServer } from "./fixtures/spawn-server.js";
+import { sendRequest, streamedText } from "./harness.js";
 import { type PrivatePostgres, startPrivatePostgres } from "./private-postgres.js";
 
 // Two real replicas (`node dist/main.js`) on a PostgreSQL instance of this file's own, which the
@@ -54,25 +55,6 @@ async function startReplica(storeUrl: string): Promise<Replica> {
   return replica;
 }
 
-const message = (contextId: string, text: string) => ({
-  message: {
-    messageId: randomUUID(),
-    contextId,
-    role: 1,
-    parts: [{ content: { case: "text" as const, value: text } }],
-  },
-});
-
-const chunkText = (events: StreamResponse[]) =>
-  events
-    .map((e) =>
-      e.payload.case === "artifactUpdate"
-        ? (e.payload.value.artifact?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ??
-          "")
-        : "",
-    )
-    .join("");
-
 const replyText = (task: Task) =>
   task.artifacts
     .flatMap((a) => a.parts)
@@ -83,7 +65,7 @@ const statusText = (task: Task) =>
   task.status?.message?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ?? "";
 
 async function completedTask(replica: Replica, contextId: string, text: string): Promise<Task> {
-  const res = await replica.client.sendMessage(message(contextId, text));
+  const res = await replica.client.sendMessage(sendRequest(contextId, text));
   expect(res.payload.case).toBe("task");
   const task = res.payload.value as Task;
   expect(task.status?.state, statusText(task)).toBe(TaskState.COMPLETED);
@@ -156,7 +138,7 @@ describe("two replicas while their PostgreSQL restarts", () => {
     expect(replyText(await completedTask(a, oldContext, firstTurn))).toBe(firstTurn);
 
     const spanning = a.client.sendStreamingMessage(
-      message(`ctx-${randomUUID()}`, "a reply that is streaming while PostgreSQL restarts"),
+      sendRequest(`ctx-${randomUUID()}`, "a reply that is streaming while PostgreSQL restarts"),
     );
     const iterator = spanning[Symbol.asyncIterator]();
     const head = (await iterator.next()).value as StreamResponse;
@@ -192,7 +174,7 @@ describe("two replicas while their PostgreSQL restarts", () => {
     expect(Number(listeners[0]!.n)).toBe(2);
 
     // A task started after the restart on one replica, followed from the other: every event arrives.
-    const stream = a.client.sendStreamingMessage(message(`ctx-${randomUUID()}`, "followed across replicas"));
+    const stream = a.client.sendStreamingMessage(sendRequest(`ctx-${randomUUID()}`, "followed across replicas"));
     const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
     const taskId = first.payload.case === "task" ? first.payload.value.id : "";
     const followed: StreamResponse[] = [];
@@ -203,7 +185,7 @@ describe("two replicas while their PostgreSQL restarts", () => {
     for await (const event of stream) sent.push(event);
     await following;
     expect(followed.map((e) => e.payload.case)).toEqual(sent.map((e) => e.payload.case));
-    expect(chunkText(followed)).toBe(chunkText(sent));
+    expect(streamedText(followed)).toBe(streamedText(sent));
     const last = followed[followed.length - 1]!;
     expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.COMPLETED);
 
@@ -216,7 +198,7 @@ describe("two replicas while their PostgreSQL restarts", () => {
     expect(spanningLast.payload.case === "statusUpdate" && spanningLast.payload.value.status?.state).toBe(
       TaskState.COMPLETED,
     );
-    expect(chunkText(spanningEvents)).toBe(spanningText);
+    expect(streamedText(spanningEvents)).toBe(spanningText);
     const spanningTask = await b.client.getTask({ id: spanningId });
     expect(spanningTask.status?.state, statusText(spanningTask)).toBe(TaskState.COMPLETED);
     expect(replyText(spanningTask)).toBe(spanningText);
@@ -242,7 +224,7 @@ describe("two replicas while their PostgreSQL restarts", () => {
   it("completes a reply whose database was away for longer than the executor's retries used to last", async () => {
     const [executor, observer] = [replicas[0]!, replicas[1]!];
     const text = "a reply that outlives a stopped database";
-    const stream = executor.client.sendStreamingMessage(message(`ctx-${randomUUID()}`, text));
+    const stream = executor.client.sendStreamingMessage(sendRequest(`ctx-${randomUUID()}`, text));
     const iterator = stream[Symbol.asyncIterator]();
     const head = (await iterator.next()).value as StreamResponse;
     const taskId = head.payload.case === "task" ? head.payload.value.id : "";
@@ -265,10 +247,10 @@ describe("two replicas while their PostgreSQL restarts", () => {
     await Promise.all([sending, following]);
     const last = sent[sent.length - 1]!;
     expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.COMPLETED);
-    expect(chunkText(sent)).toBe(text);
+    expect(streamedText(sent)).toBe(text);
     // The follower on the other replica saw the same run through the shared log, to its end.
     expect(followed.map((e) => e.payload.case)).toEqual(sent.map((e) => e.payload.case));
-    expect(chunkText(followed)).toBe(text);
+    expect(streamedText(followed)).toBe(text);
     const task = await observer.client.getTask({ id: taskId });
     expect(task.status?.state, statusText(task)).toBe(TaskState.COMPLETED);
   }, 30_000);

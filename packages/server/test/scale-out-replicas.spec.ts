@@ -8,6 +8,7 @@ import { type A2AService, type StreamResponse, TaskState } from "@parley/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnServer } from "./fixtures/spawn-server.js";
+import { sendRequest, streamedText } from "./harness.js";
 
 // Real replicas: separate `node dist/main.js` processes on loopback sharing one PostgreSQL database.
 // The local cluster `npm test`'s pretest step starts, unless PARLEY_TEST_PG_URL names another.
@@ -63,30 +64,11 @@ async function kill(replica: Replica): Promise<void> {
   replica.manager.abort();
 }
 
-const message = (contextId: string, text: string) => ({
-  message: {
-    messageId: randomUUID(),
-    contextId,
-    role: 1,
-    parts: [{ content: { case: "text" as const, value: text } }],
-  },
-});
-
-const chunkText = (events: StreamResponse[]) =>
-  events
-    .map((e) =>
-      e.payload.case === "artifactUpdate"
-        ? (e.payload.value.artifact?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ??
-          "")
-        : "",
-    )
-    .join("");
-
 /** Sends once the context is free again; bounded so a context that never frees fails the test. */
 async function sendWhenFree(replica: Replica, contextId: string, text: string) {
   for (let i = 0; i < 300; i++) {
     try {
-      return await replica.client.sendMessage(message(contextId, text));
+      return await replica.client.sendMessage(sendRequest(contextId, text));
     } catch (error) {
       if (!(error instanceof ConnectError) || !error.message.includes("busy")) throw error;
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -124,7 +106,7 @@ describe("three replicas on one PostgreSQL database", () => {
   it("accepts exactly one of many concurrent sends to one context across replicas", async () => {
     const contextId = `ctx-${randomUUID()}`;
     const results = await Promise.allSettled(
-      Array.from({ length: 30 }, (_, i) => replicas[i % 3]!.client.sendMessage(message(contextId, `hello ${i}`))),
+      Array.from({ length: 30 }, (_, i) => replicas[i % 3]!.client.sendMessage(sendRequest(contextId, `hello ${i}`))),
     );
     const accepted = results.filter((r) => r.status === "fulfilled");
     const busy = results.filter(
@@ -138,7 +120,7 @@ describe("three replicas on one PostgreSQL database", () => {
     const [executor, watcher, spare] = [replicas[0]!, replicas[1]!, replicas[2]!];
     const contextId = `ctx-${randomUUID()}`;
     const stream = executor.client.sendStreamingMessage(
-      message(contextId, "the quick brown fox jumps over the lazy dog"),
+      sendRequest(contextId, "the quick brown fox jumps over the lazy dog"),
     );
     const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
     const taskId = first.payload.case === "task" ? first.payload.value.id : "";
@@ -186,7 +168,7 @@ describe("three replicas on one PostgreSQL database", () => {
     expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.COMPLETED);
     const task = await spare.client.getTask({ id: taskId });
     const stored = task.artifacts[0]!.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("");
-    expect(chunkText(all)).toBe(stored);
+    expect(streamedText(all)).toBe(stored);
     expect(stored).toContain("the quick brown fox jumps over the lazy dog");
     for await (const _ of stream) {
       // Drains the sender's own stream so its call ends.
@@ -197,7 +179,7 @@ describe("three replicas on one PostgreSQL database", () => {
     const executor = await startReplica();
     const observer = replicas[0]!;
     const contextId = `ctx-${randomUUID()}`;
-    const stream = executor.client.sendStreamingMessage(message(contextId, "a reply that will never finish"));
+    const stream = executor.client.sendStreamingMessage(sendRequest(contextId, "a reply that will never finish"));
     const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
     const taskId = first.payload.case === "task" ? first.payload.value.id : "";
     const events: StreamResponse[] = [];
@@ -205,7 +187,7 @@ describe("three replicas on one PostgreSQL database", () => {
       for await (const event of observer.client.subscribeToTask({ id: taskId })) events.push(event);
     })();
     await kill(executor);
-    await expect(observer.client.sendMessage(message(contextId, "too early"))).rejects.toThrow(/busy/);
+    await expect(observer.client.sendMessage(sendRequest(contextId, "too early"))).rejects.toThrow(/busy/);
     await following;
     const last = events[events.length - 1]!;
     expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.FAILED);
@@ -220,7 +202,7 @@ describe("three replicas on one PostgreSQL database", () => {
     const executor = await startReplica();
     const observer = replicas[0]!;
     const contextId = `ctx-${randomUUID()}`;
-    const stream = executor.client.sendStreamingMessage(message(contextId, "paused mid-reply"));
+    const stream = executor.client.sendStreamingMessage(sendRequest(contextId, "paused mid-reply"));
     const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
     const taskId = first.payload.case === "task" ? first.payload.value.id : "";
     const events: StreamResponse[] = [];
@@ -254,7 +236,7 @@ describe("three replicas on one PostgreSQL database", () => {
   it("delivers every event to a cross-replica subscriber while its listener connections are killed", async () => {
     const [executor, observer] = [replicas[0]!, replicas[2]!];
     const contextId = `ctx-${randomUUID()}`;
-    const stream = executor.client.sendStreamingMessage(message(contextId, "listen through the storm"));
+    const stream = executor.client.sendStreamingMessage(sendRequest(contextId, "listen through the storm"));
     const first = (await stream[Symbol.asyncIterator]().next()).value as StreamResponse;
     const taskId = first.payload.case === "task" ? first.payload.value.id : "";
     const events: StreamResponse[] = [];
@@ -280,7 +262,7 @@ describe("three replicas on one PostgreSQL database", () => {
     for await (const event of stream) sent.push(event);
     await following;
     expect(events.map((e) => e.payload.case)).toEqual(sent.map((e) => e.payload.case));
-    expect(chunkText(events)).toBe(chunkText(sent));
+    expect(streamedText(events)).toBe(streamedText(sent));
     expect(terminated).toBeGreaterThanOrEqual(3);
   });
 });
