@@ -466,7 +466,9 @@ class LevelStore implements LevelThreadStore {
       this.queued = [];
       const ops = group.length === 1 ? group[0]!.ops : group.flatMap((g) => g.ops);
       try {
-        await this.db.batch(ops, { sync: this.sync });
+        // No options object unless fsync is wanted: abstract-level copies the options into every
+        // operation, which made each op of an unsynced batch about three times as expensive (measured).
+        await (this.sync ? this.db.batch(ops, { sync: true }) : this.db.batch(ops));
         for (const g of group) g.resolve();
       } catch (error) {
         for (const g of group) g.reject(error);
