@@ -13,10 +13,19 @@ export function decodeUtf8(bytes: Uint8Array): string {
   return strictUtf8.decode(bytes);
 }
 
+/**
+ * The parts one after the other, in memory outside the JS heap (a slice of
+ * Node's shared pool for small sizes). V8 keeps a small `new Uint8Array(n)`
+ * on its heap and must move it out the first time native code (LevelDB) or a
+ * DataView touches its buffer; keys and records all go to LevelDB, so they
+ * are allocated outside from the start.
+ */
 export function concatBytes(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const part of parts) length += part.length;
-  const out = new Uint8Array(length);
+  // Unsafe (not zeroed) is fine: every byte is written below.
+  const pooled = Buffer.allocUnsafe(length);
+  const out = new Uint8Array(pooled.buffer, pooled.byteOffset, length);
   let offset = 0;
   for (const part of parts) {
     out.set(part, offset);
@@ -51,9 +60,18 @@ export function toHex(bytes: Uint8Array): string {
 
 /** Unsigned 64-bit big-endian, so byte order equals numeric order for safe integers. */
 export function u64(value: number): Uint8Array {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setBigUint64(0, BigInt(value));
-  return out;
+  if (!Number.isInteger(value) || value < 0 || value >= 2 ** 64) throw new RangeError(`not a u64: ${value}`);
+  const high = Math.floor(value / 0x1_0000_0000);
+  return Uint8Array.of(
+    high >>> 24,
+    (high >>> 16) & 0xff,
+    (high >>> 8) & 0xff,
+    high & 0xff,
+    value >>> 24,
+    (value >>> 16) & 0xff,
+    (value >>> 8) & 0xff,
+    value & 0xff,
+  );
 }
 
 export function readU64(bytes: Uint8Array, offset: number): number {
@@ -64,9 +82,7 @@ export function readU64(bytes: Uint8Array, offset: number): number {
 }
 
 export function u32(value: number): Uint8Array {
-  const out = new Uint8Array(4);
-  new DataView(out.buffer).setUint32(0, value);
-  return out;
+  return Uint8Array.of(value >>> 24, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff);
 }
 
 /**

@@ -131,13 +131,14 @@ function digest(tag: string, fields: readonly string[]): Uint8Array {
 }
 /**
  * The digests of recently used threads, tenants and tasks: one send hashes the
- * same ids several times (append, indexes, history read). The cache key is the
- * JSON of the fields, which is unambiguous; the digests are never mutated.
+ * same ids several times (append, indexes, history read). The cache key
+ * length-prefixes every field, so it is unambiguous; the digests are never mutated.
  */
 const recentDigests = new Map<string, Uint8Array>();
 const RECENT_DIGESTS = 4_096;
 function cachedDigest(tag: string, fields: readonly string[]): Uint8Array {
-  const cacheKey = JSON.stringify([tag, ...fields]);
+  let cacheKey = tag;
+  for (const field of fields) cacheKey += `\u0000${field.length}:${field}`;
   let found = recentDigests.get(cacheKey);
   if (!found) {
     found = digest(tag, fields);
