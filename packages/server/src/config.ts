@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { echoReplies } from "./agents/echo-agent.js";
 
 /** One agent the server hosts. The first configured agent is the default. */
 export interface AgentConfig {
@@ -153,6 +154,7 @@ Options (flag / environment variable; flags win over the environment, which wins
                           PARLEY_SWEEP_MS          how often a replica takes over expired leases (default 2000)
   --agent TYPE            PARLEY_AGENT             default agent: echo | openai | conformance (default echo)
                           PARLEY_ECHO_DELAY_MS     echo agent: delay per streamed chunk
+                          PARLEY_ECHO_REPLY        echo agent: task | message | auto (default task; auto = message unless streaming)
                           PARLEY_OPENAI_BASE_URL   openai agent: chat-completions base URL (default https://api.openai.com/v1)
                           PARLEY_OPENAI_MODEL      openai agent: model name
                           PARLEY_OPENAI_API_KEY    openai agent: API key (or OPENAI_API_KEY)
@@ -318,12 +320,18 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
   config = merge(config, fromEnv);
 
   const echoDelay = intFrom(env.PARLEY_ECHO_DELAY_MS, "PARLEY_ECHO_DELAY_MS");
-  if (echoDelay !== undefined) {
+  const echoReply = env.PARLEY_ECHO_REPLY === "" ? undefined : env.PARLEY_ECHO_REPLY;
+  if (echoReply !== undefined && !(echoReplies as readonly string[]).includes(echoReply)) {
+    throw new Error(`PARLEY_ECHO_REPLY must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(echoReply)}`);
+  }
+  if (echoDelay !== undefined || echoReply !== undefined) {
+    const echoOptions = {
+      ...(echoDelay !== undefined ? { delayMs: echoDelay } : {}),
+      ...(echoReply !== undefined ? { reply: echoReply } : {}),
+    };
     config = {
       ...config,
-      agents: config.agents.map((a) =>
-        a.type === "echo" ? { ...a, options: { ...a.options, delayMs: echoDelay } } : a,
-      ),
+      agents: config.agents.map((a) => (a.type === "echo" ? { ...a, options: { ...a.options, ...echoOptions } } : a)),
     };
   }
 

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Task, TaskState } from "@parley/proto";
+import { type Message, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
+import { loadConfig, messageText } from "../src/index.js";
+import { startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve) => {
@@ -115,5 +115,59 @@ describe("the a2a peer agent", () => {
     expect(text).toMatch(/user: alpha[\s\S]*\n\nbeta$/);
     const remoteThread = await remote.threads().getThreadHistory({ contextId: "relay-ctx" });
     expect(remoteThread.thread?.messageCount).toBe(4n);
+  });
+});
+
+describe("the echo agent's reply modes", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({
+      agents: [
+        { name: "auto", type: "echo", options: { reply: "auto" } },
+        { name: "message", type: "echo", options: { reply: "message" } },
+      ],
+    });
+  });
+  afterAll(async () => server.close());
+
+  it("auto: answers a waiting caller with one Message that stays in the thread", async () => {
+    const client = server.a2a("grpc", { "parley-agent": "auto" });
+    const first = await client.sendMessage({ message: userMessage("one", { contextId: "auto-ctx" }) });
+    expect(first.payload.case).toBe("message");
+    const second = await client.sendMessage({ message: userMessage("two", { contextId: "auto-ctx" }) });
+    expect(second.payload.case).toBe("message");
+    // The reply is the framed input: the first turn's message and reply came back as history.
+    expect(messageText(second.payload.value as Message)).toMatch(/user: one[\s\S]*agent: one[\s\S]*\n\ntwo$/);
+    const thread = await server.threads().getThreadHistory({ contextId: "auto-ctx" });
+    expect(thread.thread?.messageCount).toBe(4n);
+  });
+
+  it("auto: streams artifact chunks to a streaming caller", async () => {
+    const events: StreamResponse[] = [];
+    for await (const e of server
+      .a2a("grpc", { "parley-agent": "auto" })
+      .sendStreamingMessage({ message: userMessage("streamed") }))
+      events.push(e);
+    expect(events.filter((e) => e.payload.case === "artifactUpdate").length).toBeGreaterThan(1);
+    expect(streamedText(events)).toBe("streamed");
+    expect(events.at(-1)?.payload.case).toBe("statusUpdate");
+  });
+
+  it("message: a streaming caller gets the one Message too", async () => {
+    const events: StreamResponse[] = [];
+    for await (const e of server
+      .a2a("grpc", { "parley-agent": "message" })
+      .sendStreamingMessage({ message: userMessage("whole") }))
+      events.push(e);
+    expect(events.map((e) => e.payload.case)).toEqual(["message"]);
+    expect(messageText(events[0]!.payload.value as Message)).toBe("whole");
+  });
+
+  it("refuses an unknown reply mode when the server is configured", () => {
+    expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "sometimes" } })).toThrow(
+      /PARLEY_ECHO_REPLY must be one of task, message, auto, got "sometimes"/,
+    );
+    const config = loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "auto" } });
+    expect(config.agents.find((a) => a.type === "echo")?.options?.reply).toBe("auto");
   });
 });

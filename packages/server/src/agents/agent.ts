@@ -19,6 +19,8 @@ export interface AgentTurn {
   readonly hops: readonly string[];
   /** Fires on cancel, timeout, client disconnect and shutdown. */
   readonly signal: AbortSignal;
+  /** Whether the caller watches the reply as a stream rather than waiting for the whole answer. */
+  readonly streaming: boolean;
 }
 
 /** What an agent produces while it answers, in order. */

@@ -3,7 +3,7 @@ import { createScriptAgent, parseScript } from "../sessions/script-agent.js";
 import { createA2APeerAgent } from "./a2a-peer-agent.js";
 import type { Agent } from "./agent.js";
 import { createConformanceAgent } from "./conformance-agent.js";
-import { createEchoAgent } from "./echo-agent.js";
+import { createEchoAgent, type EchoReply } from "./echo-agent.js";
 import { createOpenAIAgent } from "./openai-agent.js";
 
 function stringOption(config: AgentConfig, key: string): string | undefined {
@@ -30,6 +30,7 @@ export function createAgents(configs: readonly AgentConfig[], peers: readonly Pe
           name: config.name,
           ...(numberOption(config, "delayMs") !== undefined ? { delayMs: numberOption(config, "delayMs")! } : {}),
           ...(numberOption(config, "chunks") !== undefined ? { chunks: numberOption(config, "chunks")! } : {}),
+          ...(stringOption(config, "reply") !== undefined ? { reply: stringOption(config, "reply") as EchoReply } : {}),
         });
       case "openai": {
         const baseUrl = stringOption(config, "baseUrl");

@@ -1,11 +1,22 @@
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 
+/**
+ * How the echo agent answers: `task` streams the reply as artifact chunks of a
+ * task (the default); `message` answers with one Message and no task state;
+ * `auto` does the first for streaming callers and the second for callers that
+ * wait for the whole answer, the way many hosted agents behave.
+ */
+export type EchoReply = "task" | "message" | "auto";
+export const echoReplies: readonly EchoReply[] = ["task", "message", "auto"];
+
 export interface EchoAgentOptions {
   readonly name?: string;
   /** Pause before each chunk, to behave like a slow model. */
   readonly delayMs?: number;
   /** How many chunks the reply is streamed in. */
   readonly chunks?: number;
+  /** Task with streamed chunks (default), one Message, or chosen by whether the caller streams. */
+  readonly reply?: EchoReply;
 }
 
 /**
@@ -16,11 +27,20 @@ export interface EchoAgentOptions {
 export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   const delayMs = options.delayMs ?? 0;
   const chunks = Math.max(1, options.chunks ?? 8);
+  const reply = options.reply ?? "task";
+  if (!echoReplies.includes(reply)) {
+    throw new RangeError(`echo reply must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(reply)}`);
+  }
   return {
     name: options.name ?? "echo",
     description: "Replies with exactly the input it was given: the history block, then the new message",
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       const text = turn.framedText;
+      if (reply === "message" || (reply === "auto" && !turn.streaming)) {
+        if (delayMs > 0) await sleep(delayMs, turn.signal);
+        yield { type: "message", parts: [{ content: { case: "text", value: text } }] };
+        return;
+      }
       const size = Math.max(1, Math.ceil(text.length / chunks));
       for (let at = 0; at < text.length; at += size) {
         if (delayMs > 0) await sleep(delayMs, turn.signal);

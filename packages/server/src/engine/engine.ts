@@ -91,6 +91,8 @@ export interface SendOptions {
    * sets up (a push config) sees the task's first event. A throw fails the task.
    */
   readonly beforeRun?: (run: TaskRun) => Promise<void>;
+  /** The caller watches the task as a stream (SendStreamingMessage); agents may answer differently. */
+  readonly streaming?: boolean;
 }
 
 class ShutdownReason extends Error {}
@@ -295,6 +297,7 @@ export class Engine {
       history,
       hops: hopsOf(inbound),
       signal: run.controller.signal,
+      streaming: options.streaming === true,
     };
     void this.execute(agent, run, turn);
     return { kind: "run", run, attached: false };

@@ -147,7 +147,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     async *sendStreamingMessage(req, ctx) {
       requireStreaming();
       const caller = callerOf(ctx);
-      const outcome = await engine.send(caller, req, sendOptions(req, caller.tenant));
+      const outcome = await engine.send(caller, req, { ...sendOptions(req, caller.tenant), streaming: true });
       if (outcome.kind === "stored") {
         yield { payload: { case: "task", value: outcome.task } };
         return;
