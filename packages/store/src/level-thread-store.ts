@@ -548,23 +548,28 @@ class LevelStore implements LevelThreadStore {
       const th = threadHash(tenant, contextId);
       return this.locks.run(`t:${toHex(th)}`, async () => {
         const metaKey = key(T_META, th);
-        const idKey = key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
+        // A fresh id needs no retry lookup and gets no index entry.
+        const idKey = input.fresh ? undefined : key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
         // At most one read for both records: the append path is one getMany (or less) and one batch.
         let meta: ThreadMeta | undefined = this.cachedMeta(th, tenant, contextId);
         let rawIds: Uint8Array | undefined;
         if (!meta) {
-          const [rawMeta, ids] = await this.db.getMany([metaKey, idKey]);
+          const [rawMeta, ids] = await this.db.getMany(idKey ? [metaKey, idKey] : [metaKey]);
           meta = this.parseMeta(metaKey, rawMeta, tenant, contextId);
           rawIds = ids;
-        } else if (!input.fresh) {
+        } else if (idKey) {
           rawIds = await this.db.get(idKey);
         }
-        const entries = meta && !input.fresh ? decodeMessageIdEntries(idKey, rawIds, meta.lastSequence) : [];
-        const payloadDigest = sha256(input.payload);
-        const retry = await this.findRetry(th, entries, payloadDigest, input);
-        if (retry) return { message: retry, duplicate: true };
-        const now = this.now();
         const sequence = (meta?.lastSequence ?? 0) + 1;
+        let idEntry: { key: Uint8Array; entries: MessageIdEntry[] } | undefined;
+        if (idKey) {
+          const entries = meta ? decodeMessageIdEntries(idKey, rawIds, meta.lastSequence) : [];
+          const payloadDigest = sha256(input.payload);
+          const retry = await this.findRetry(th, entries, payloadDigest, input);
+          if (retry) return { message: retry, duplicate: true };
+          idEntry = { key: idKey, entries: [...entries, { sequence, digest: payloadDigest }] };
+        }
+        const now = this.now();
         const message: StoredMessage = {
           sequence,
           messageId: input.messageId,
@@ -583,9 +588,9 @@ class LevelStore implements LevelThreadStore {
         };
         const ops: BatchOp[] = [
           { type: "put", key: key(T_MESSAGE, th, u64(sequence)), value: encodeMessage(message) },
-          { type: "put", key: idKey, value: encodeMessageIdEntries([...entries, { sequence, digest: payloadDigest }]) },
           ...this.threadIndexOps(th, meta, next),
         ];
+        if (idEntry) ops.push({ type: "put", key: idEntry.key, value: encodeMessageIdEntries(idEntry.entries) });
         try {
           if (task === undefined) {
             await this.write(ops);

@@ -23,7 +23,9 @@ export interface AppendInput {
   /**
    * True when the caller minted `messageId` itself for this very append (a
    * server-generated UUID), so no earlier message can carry it and the retry
-   * lookup is skipped. Never set it for an id that came from a client.
+   * lookup is skipped and the id is not indexed for later retry lookups
+   * (those only ever look up ids that came from clients). Never set it for
+   * an id that came from a client.
    */
   readonly fresh?: boolean;
 }

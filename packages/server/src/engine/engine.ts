@@ -34,6 +34,7 @@ import type { ParleyConfig } from "../config.js";
 import { createTypedError, invalidArgument } from "../errors.js";
 import type { Distributed } from "../scale/distributed.js";
 import { formatHistory, type HistoryEntry, messageText } from "./history.js";
+import { encodeMessage, encodeTask } from "./task-encoding.js";
 import { TaskRun } from "./task-run.js";
 
 /** Who is calling, as established by the interceptors. */
@@ -535,7 +536,7 @@ export class Engine {
           messageId: reply.messageId,
           provenance: "agent",
           taskId: run.taskId,
-          payload: toBinary(MessageSchema, reply),
+          payload: encodeMessage(reply),
           // The engine minted this messageId just now: no retry of it can exist.
           fresh: true,
         },
@@ -740,7 +741,7 @@ export function taskRecord(tenant: string, task: Task): TaskRecord {
     contextId: task.contextId,
     state: task.status?.state ?? TaskState.UNSPECIFIED,
     updatedAt: stamp ? timestampMs(stamp) : Date.now(),
-    payload: toBinary(TaskSchema, task),
+    payload: encodeTask(task),
   };
 }
 

@@ -1,0 +1,44 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { type Message, MessageSchema, type Task, TaskSchema } from "@parley/proto";
+
+/** Task.history's field number in lf.a2a.v1.Task. */
+const TASK_HISTORY_FIELD = 5;
+
+/**
+ * The binary encoding of each message object, made once. A task is rewritten
+ * whole at every state change, and its reply is also appended to the thread,
+ * so without this the same messages are encoded two or three times per send.
+ * Sound because a message is never edited after it joins a history or is
+ * stored: the engine builds it completely first.
+ */
+const encoded = new WeakMap<Message, Uint8Array>();
+
+export function encodeMessage(message: Message): Uint8Array {
+  let bytes = encoded.get(message);
+  if (bytes === undefined) {
+    bytes = toBinary(MessageSchema, message);
+    encoded.set(message, bytes);
+  }
+  return bytes;
+}
+
+/**
+ * Encodes a task with its history appended as already encoded messages.
+ * Protobuf allows fields in any order and concatenates repeated ones, so the
+ * bytes decode to exactly the task that toBinary would have written.
+ */
+export function encodeTask(task: Task): Uint8Array {
+  const history = task.history;
+  let head: Uint8Array;
+  task.history = [];
+  try {
+    head = toBinary(TaskSchema, task);
+  } finally {
+    task.history = history;
+  }
+  if (history.length === 0) return head;
+  const writer = new BinaryWriter().raw(head);
+  for (const message of history) writer.tag(TASK_HISTORY_FIELD, WireType.LengthDelimited).bytes(encodeMessage(message));
+  return writer.finish();
+}

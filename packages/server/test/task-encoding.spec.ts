@@ -1,0 +1,43 @@
+import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { MessageSchema, Role, TaskSchema, TaskState } from "@parley/proto";
+import { describe, expect, it } from "vitest";
+import { encodeMessage, encodeTask } from "../src/engine/task-encoding.js";
+
+const message = (text: string, role: Role) =>
+  create(MessageSchema, {
+    messageId: crypto.randomUUID(),
+    contextId: "ctx",
+    taskId: "task",
+    role,
+    parts: [{ content: { case: "text", value: text } }],
+    metadata: { k: { nested: [1, "two", true] } },
+  });
+
+describe("task encoding", () => {
+  it("decodes to the same task as toBinary, history order kept", () => {
+    const task = create(TaskSchema, {
+      id: "task",
+      contextId: "ctx",
+      status: { state: TaskState.COMPLETED, timestamp: timestampNow(), message: message("done", Role.AGENT) },
+      artifacts: [{ artifactId: "a", name: "reply", parts: [{ content: { case: "text", value: "chunk" } }] }],
+      history: [message("first", Role.USER), message("reply ☃", Role.AGENT), message("third", Role.USER)],
+      metadata: { m: 1 },
+    });
+    const decoded = fromBinary(TaskSchema, encodeTask(task));
+    expect(equals(TaskSchema, decoded, task)).toBe(true);
+    expect(equals(TaskSchema, decoded, fromBinary(TaskSchema, toBinary(TaskSchema, task)))).toBe(true);
+    expect(task.history.map((m) => m.parts[0]?.content.value)).toEqual(["first", "reply ☃", "third"]);
+  });
+
+  it("encodes a task without history exactly as toBinary does", () => {
+    const task = create(TaskSchema, { id: "t", contextId: "c", status: { state: TaskState.SUBMITTED } });
+    expect(encodeTask(task)).toEqual(toBinary(TaskSchema, task));
+  });
+
+  it("encodes each message object once", () => {
+    const m = message("once", Role.USER);
+    expect(encodeMessage(m)).toBe(encodeMessage(m));
+    expect(fromBinary(MessageSchema, encodeMessage(m))).toEqual(m);
+  });
+});
