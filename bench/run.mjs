@@ -77,6 +77,9 @@ if (!scalingOnly) {
   await group("bare", "servers/bare.mjs", {}, [
     sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh"),
   ]);
+  await group("connect-floor", "servers/connect-floor.mjs", {}, [
+    sc("connect-floor-grpc-send", "connect-node floor (no engine)", "grpc", "send", "fresh"),
+  ]);
   await group("anchor", "servers/anchor.mjs", { env: { ANCHOR_REPLY: "message" } }, [
     sc("anchor-jsonrpc-send", "anchor JSON-RPC", "jsonrpc", "send", "fresh"),
     sc("anchor-jsonrpc-send-reused", "anchor JSON-RPC", "jsonrpc", "send", "reused"),
