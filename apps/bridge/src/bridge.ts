@@ -350,10 +350,20 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     };
     // The first event is awaited before any byte is written, so an early failure is still a plain JSON-RPC error.
     const first = await next();
+    // The headers go out with the first event (written right below), in one packet.
     res.writeHead(200, sseHeaders);
-    res.flushHeaders();
+    let corked = false;
     const write = (payload: unknown, event?: string, eventId?: string) => {
       if (res.destroyed) return;
+      // Events that arrive in one tick (a fast agent's chunks) leave in one socket write, not one each.
+      if (!corked) {
+        corked = true;
+        res.cork();
+        process.nextTick(() => {
+          corked = false;
+          res.uncork();
+        });
+      }
       res.write(
         `${event ? `event: ${event}\n` : ""}${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(payload)}\n\n`,
       );
