@@ -18,6 +18,13 @@ type AnyImpl = (request: unknown, context: HandlerContext) => unknown;
 /** The service implementations a direct transport calls, by service type name. */
 export type DirectServices = ReadonlyMap<string, { readonly service: DescService; readonly impl: object }>;
 
+/**
+ * The reason a handler's signal fires with once its call is over. One shared
+ * error: aborting without a reason builds a DOMException with a stack trace
+ * per call, which showed as 2% of a streamed send's CPU.
+ */
+const callOver = new ConnectError("the call is over", Code.Canceled);
+
 function asMessage<D extends DescMessage>(desc: D, value: unknown): MessageShape<D> {
   return isMessage(value, desc) ? (value as MessageShape<D>) : create(desc, value as never);
 }
@@ -80,7 +87,7 @@ export function createDirectTransport(
           } satisfies UnaryResponse;
         } finally {
           // As over the network: the handler's signal fires when the call is over.
-          ctx.abort();
+          ctx.abort(callOver);
         }
       });
       return (await run({
@@ -117,7 +124,7 @@ export function createDirectTransport(
             for await (const out of produced) yield asMessage(method.output, out);
           } finally {
             // Runs when the stream ends and when the caller stops reading: the handler sees its signal fire either way.
-            ctx.abort();
+            ctx.abort(callOver);
           }
         }
         return {
