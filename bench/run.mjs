@@ -17,6 +17,10 @@ const quick = args.has("--quick");
 const profile = args.has("--profile");
 
 const WARMUP_MS = quick ? 500 : 1_000;
+// Every row is measured in each round, each time on a freshly started server, and the
+// round with the most requests/s is kept: on a shared VM a neighbour can halve one
+// row's figures, and taking the best of independent samples treats every server alike.
+const ROUNDS = quick ? 1 : 2;
 const MEASURE_MS = quick ? 1_500 : 3_000;
 const MAX_REQUESTS = 200_000;
 const CONCURRENCY = 64;
@@ -47,7 +51,12 @@ async function measure(server, row) {
   };
 }
 
-const rows = [];
+/** The best measurement of each row so far (most requests/s), by row id, in first-measured order. */
+const best = new Map();
+function keep(row) {
+  const earlier = best.get(row.id);
+  if (!earlier || earlier.skipped || (!row.skipped && row.rps > earlier.rps)) best.set(row.id, row);
+}
 async function group(name, script, options, scenarios) {
   const wanted = scenarios.filter((s) => !only || only.has(s.id) || only.has(name));
   if (wanted.length === 0) return;
@@ -56,13 +65,13 @@ async function group(name, script, options, scenarios) {
     for (const s of wanted) {
       const url = s.spec.protocol === "jsonrpc" ? server.info.jsonRpcUrl : server.info.grpcUrl;
       if (!url) {
-        rows.push({ ...s, skipped: server.info.bridgeError ?? "no endpoint" });
+        keep({ ...s, skipped: server.info.bridgeError ?? "no endpoint" });
         continue;
       }
       process.stderr.write(`  ${s.id} ...`);
       const r = await measure(server, { ...s, spec: { ...s.spec, url } });
       process.stderr.write(` ${r.rps.toFixed(0)} req/s${r.errors ? `, ${r.errors} errors (${r.sampleError})` : ""}\n`);
-      rows.push(r);
+      keep(r);
     }
   } finally {
     await server.stop();
@@ -72,8 +81,8 @@ async function group(name, script, options, scenarios) {
 const sc = (id, target, protocol, op, contexts, anchor) => ({ id, target, anchor, spec: { protocol, op, contexts } });
 const parleyExecArgv = profile ? ["--cpu-prof", "--cpu-prof-dir=bench/profiles"] : [];
 
-if (!scalingOnly) {
-  process.stderr.write("throughput and latency:\n");
+for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
+  process.stderr.write(`throughput and latency, round ${round} of ${ROUNDS}: [${elapsed()}]\n`);
   await group("bare", "servers/bare.mjs", {}, [
     sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh"),
   ]);
@@ -187,8 +196,14 @@ const cpuModel =
   /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
 printReport({
   machine: { nproc: cpus().length, cpuModel, node: process.version },
-  settings: { warmupMs: WARMUP_MS, measureMs: MEASURE_MS, concurrency: CONCURRENCY, heldStreams: HELD_STREAMS },
-  rows,
+  settings: {
+    warmupMs: WARMUP_MS,
+    measureMs: MEASURE_MS,
+    rounds: ROUNDS,
+    concurrency: CONCURRENCY,
+    heldStreams: HELD_STREAMS,
+  },
+  rows: [...best.values()],
   scaling,
   elapsedS: (performance.now() - started) / 1000,
 });
