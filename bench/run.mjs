@@ -86,6 +86,9 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
   await group("bare", "servers/bare.mjs", {}, [
     sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh"),
   ]);
+  await group("durable-floor", "servers/durable-floor.mjs", {}, [
+    sc("durable-floor-send", "durable floor (node:http + 2 LevelDB puts)", "jsonrpc", "send", "fresh"),
+  ]);
   await group("connect-floor", "servers/connect-floor.mjs", {}, [
     sc("connect-floor-grpc-send", "connect-node floor (no engine)", "grpc", "send", "fresh"),
   ]);
