@@ -53,6 +53,11 @@ async function callUnary(
   return response.message;
 }
 
+/** A module-level generator: one declared per call would give each stream its own prototype and hidden classes. */
+async function* once<T>(value: T): AsyncIterable<T> {
+  yield value;
+}
+
 async function callStream(
   method: AnyStreaming,
   transport: Transport,
@@ -60,10 +65,7 @@ async function callStream(
   signal: AbortSignal,
   headers: Headers,
 ): Promise<UpstreamStream> {
-  async function* once() {
-    yield input;
-  }
-  const response = await transport.stream(method, signal, undefined, headers, once());
+  const response = await transport.stream(method, signal, undefined, headers, once(input));
   return { header: response.header, events: response.message };
 }
 

@@ -29,6 +29,27 @@ function asMessage<D extends DescMessage>(desc: D, value: unknown): MessageShape
   return isMessage(value, desc) ? (value as MessageShape<D>) : create(desc, value as never);
 }
 
+// The stream adapters are module-level generator functions on purpose: a
+// generator function declared inside a call is a new function with its own
+// prototype each time, which gave every open stream extra hidden classes.
+
+async function* messagesOf<D extends DescMessage>(desc: D, input: AsyncIterable<unknown>) {
+  for await (const m of input) yield asMessage(desc, m);
+}
+
+async function* responsesOf<D extends DescMessage>(
+  desc: D,
+  produced: AsyncIterable<unknown>,
+  ctx: ReturnType<typeof createHandlerContext>,
+) {
+  try {
+    for await (const out of produced) yield asMessage(desc, out);
+  } finally {
+    // Runs when the stream ends and when the caller stops reading: the handler sees its signal fire either way.
+    ctx.abort(callOver);
+  }
+}
+
 /**
  * A Connect transport that calls the service implementations of this process
  * directly: the same interceptors and handler contexts as over the network,
@@ -105,9 +126,6 @@ export function createDirectTransport(
 
     async stream(method, signal, timeoutMs, header, input, contextValues) {
       const impl = implOf(method.parent, method.localName);
-      async function* messages() {
-        for await (const m of input) yield asMessage(method.input, m);
-      }
       const run = chain(async (req) => {
         const ctx = contextFor(req, timeoutMs);
         const request = req as StreamRequest;
@@ -119,21 +137,13 @@ export function createDirectTransport(
         }
         if (first === undefined) throw new ConnectError("the stream carried no request message", Code.InvalidArgument);
         const produced = impl(first, ctx) as AsyncIterable<unknown>;
-        async function* responses() {
-          try {
-            for await (const out of produced) yield asMessage(method.output, out);
-          } finally {
-            // Runs when the stream ends and when the caller stops reading: the handler sees its signal fire either way.
-            ctx.abort(callOver);
-          }
-        }
         return {
           stream: true,
           service: method.parent,
           method,
           header: ctx.responseHeader,
           trailer: ctx.responseTrailer,
-          message: responses(),
+          message: responsesOf(method.output, produced, ctx),
         } satisfies StreamResponse;
       });
       return (await run({
@@ -144,7 +154,7 @@ export function createDirectTransport(
         url: `in-process:///${method.parent.typeName}/${method.name}`,
         header: new Headers(header),
         contextValues: contextValues ?? createContextValues(),
-        message: messages(),
+        message: messagesOf(method.input, input),
         signal: signal ?? new AbortController().signal,
       })) as StreamResponse<never, never>;
     },
