@@ -14,10 +14,11 @@ import { serveControl } from "../lib/child-ipc.mjs";
 const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
 // The per-tenant rate limit (on by default) would cap every row at its rate: the benchmark measures the
 // server, so it is off here unless the caller sets PARLEY_RATE_LIMIT itself. The echo agent gives the
-// anchor's replies: one Message for a send, a task with 8 artifact chunks for a stream.
+// anchor's replies: one Message for a send, a task with 8 artifact chunks for a stream, each repeating
+// the new message's text. The history is still read back and framed on every turn.
 const config = loadConfig({
   argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
-  env: { PARLEY_RATE_LIMIT: "0", PARLEY_ECHO_REPLY: "auto", ...process.env },
+  env: { PARLEY_RATE_LIMIT: "0", PARLEY_ECHO_REPLY: "auto", PARLEY_ECHO_INPUT: "text", ...process.env },
 });
 const parley = await createParley(config);
 const { address } = await parley.listen();

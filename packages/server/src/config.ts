@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { echoReplies } from "./agents/echo-agent.js";
+import { echoInputs, echoReplies } from "./agents/echo-agent.js";
 
 /** One agent the server hosts. The first configured agent is the default. */
 export interface AgentConfig {
@@ -155,6 +155,7 @@ Options (flag / environment variable; flags win over the environment, which wins
   --agent TYPE            PARLEY_AGENT             default agent: echo | openai | conformance (default echo)
                           PARLEY_ECHO_DELAY_MS     echo agent: delay per streamed chunk
                           PARLEY_ECHO_REPLY        echo agent: task | message | auto (default task; auto = message unless streaming)
+                          PARLEY_ECHO_INPUT        echo agent: framed | text (default framed: history block + new message)
                           PARLEY_OPENAI_BASE_URL   openai agent: chat-completions base URL (default https://api.openai.com/v1)
                           PARLEY_OPENAI_MODEL      openai agent: model name
                           PARLEY_OPENAI_API_KEY    openai agent: API key (or OPENAI_API_KEY)
@@ -174,6 +175,14 @@ Options (flag / environment variable; flags win over the environment, which wins
   --help                                           this text`;
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+function oneOf<T extends string>(value: string | undefined, name: string, allowed: readonly T[]): T | undefined {
+  if (value === undefined || value === "") return undefined;
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new Error(`${name} must be one of ${allowed.join(", ")}, got ${JSON.stringify(value)}`);
+  }
+  return value as T;
+}
 
 function intFrom(value: string | undefined, name: string): number | undefined {
   if (value === undefined || value === "") return undefined;
@@ -320,14 +329,13 @@ export function loadConfig(options: { argv?: readonly string[]; env?: Env } = {}
   config = merge(config, fromEnv);
 
   const echoDelay = intFrom(env.PARLEY_ECHO_DELAY_MS, "PARLEY_ECHO_DELAY_MS");
-  const echoReply = env.PARLEY_ECHO_REPLY === "" ? undefined : env.PARLEY_ECHO_REPLY;
-  if (echoReply !== undefined && !(echoReplies as readonly string[]).includes(echoReply)) {
-    throw new Error(`PARLEY_ECHO_REPLY must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(echoReply)}`);
-  }
-  if (echoDelay !== undefined || echoReply !== undefined) {
+  const echoReply = oneOf(env.PARLEY_ECHO_REPLY, "PARLEY_ECHO_REPLY", echoReplies);
+  const echoInput = oneOf(env.PARLEY_ECHO_INPUT, "PARLEY_ECHO_INPUT", echoInputs);
+  if (echoDelay !== undefined || echoReply !== undefined || echoInput !== undefined) {
     const echoOptions = {
       ...(echoDelay !== undefined ? { delayMs: echoDelay } : {}),
       ...(echoReply !== undefined ? { reply: echoReply } : {}),
+      ...(echoInput !== undefined ? { input: echoInput } : {}),
     };
     config = {
       ...config,

@@ -125,6 +125,7 @@ describe("the echo agent's reply modes", () => {
       agents: [
         { name: "auto", type: "echo", options: { reply: "auto" } },
         { name: "message", type: "echo", options: { reply: "message" } },
+        { name: "plain", type: "echo", options: { reply: "message", input: "text" } },
       ],
     });
   });
@@ -163,11 +164,23 @@ describe("the echo agent's reply modes", () => {
     expect(messageText(events[0]!.payload.value as Message)).toBe("whole");
   });
 
+  it("input text: repeats only the new message, though the history was read", async () => {
+    const client = server.a2a("grpc", { "parley-agent": "plain" });
+    await client.sendMessage({ message: userMessage("first", { contextId: "plain-ctx" }) });
+    const second = await client.sendMessage({ message: userMessage("second", { contextId: "plain-ctx" }) });
+    expect(messageText(second.payload.value as Message)).toBe("second");
+    const thread = await server.threads().getThreadHistory({ contextId: "plain-ctx" });
+    expect(thread.thread?.messageCount).toBe(4n);
+  });
+
   it("refuses an unknown reply mode when the server is configured", () => {
     expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "sometimes" } })).toThrow(
       /PARLEY_ECHO_REPLY must be one of task, message, auto, got "sometimes"/,
     );
-    const config = loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "auto" } });
-    expect(config.agents.find((a) => a.type === "echo")?.options?.reply).toBe("auto");
+    expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_INPUT: "history" } })).toThrow(
+      /PARLEY_ECHO_INPUT must be one of framed, text, got "history"/,
+    );
+    const config = loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "auto", PARLEY_ECHO_INPUT: "text" } });
+    expect(config.agents.find((a) => a.type === "echo")?.options).toMatchObject({ reply: "auto", input: "text" });
   });
 });

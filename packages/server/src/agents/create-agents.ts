@@ -3,7 +3,7 @@ import { createScriptAgent, parseScript } from "../sessions/script-agent.js";
 import { createA2APeerAgent } from "./a2a-peer-agent.js";
 import type { Agent } from "./agent.js";
 import { createConformanceAgent } from "./conformance-agent.js";
-import { createEchoAgent, type EchoReply } from "./echo-agent.js";
+import { createEchoAgent, type EchoInput, type EchoReply } from "./echo-agent.js";
 import { createOpenAIAgent } from "./openai-agent.js";
 
 function stringOption(config: AgentConfig, key: string): string | undefined {
@@ -31,6 +31,7 @@ export function createAgents(configs: readonly AgentConfig[], peers: readonly Pe
           ...(numberOption(config, "delayMs") !== undefined ? { delayMs: numberOption(config, "delayMs")! } : {}),
           ...(numberOption(config, "chunks") !== undefined ? { chunks: numberOption(config, "chunks")! } : {}),
           ...(stringOption(config, "reply") !== undefined ? { reply: stringOption(config, "reply") as EchoReply } : {}),
+          ...(stringOption(config, "input") !== undefined ? { input: stringOption(config, "input") as EchoInput } : {}),
         });
       case "openai": {
         const baseUrl = stringOption(config, "baseUrl");

@@ -9,6 +9,10 @@ import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 export type EchoReply = "task" | "message" | "auto";
 export const echoReplies: readonly EchoReply[] = ["task", "message", "auto"];
 
+/** What the echo agent repeats: the framed input (history block + new message, the default) or the new text only. */
+export type EchoInput = "framed" | "text";
+export const echoInputs: readonly EchoInput[] = ["framed", "text"];
+
 export interface EchoAgentOptions {
   readonly name?: string;
   /** Pause before each chunk, to behave like a slow model. */
@@ -17,6 +21,12 @@ export interface EchoAgentOptions {
   readonly chunks?: number;
   /** Task with streamed chunks (default), one Message, or chosen by whether the caller streams. */
   readonly reply?: EchoReply;
+  /**
+   * Repeat the framed input (default) or only the new message's text. The
+   * history is read and framed either way; `text` keeps replies as short as
+   * the caller's messages (the benchmark uses it to match the anchor's echo).
+   */
+  readonly input?: EchoInput;
 }
 
 /**
@@ -31,11 +41,15 @@ export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   if (!echoReplies.includes(reply)) {
     throw new RangeError(`echo reply must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(reply)}`);
   }
+  const input = options.input ?? "framed";
+  if (!echoInputs.includes(input)) {
+    throw new RangeError(`echo input must be one of ${echoInputs.join(", ")}, got ${JSON.stringify(input)}`);
+  }
   return {
     name: options.name ?? "echo",
     description: "Replies with exactly the input it was given: the history block, then the new message",
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
-      const text = turn.framedText;
+      const text = input === "framed" ? turn.framedText : turn.text;
       if (reply === "message" || (reply === "auto" && !turn.streaming)) {
         if (delayMs > 0) await sleep(delayMs, turn.signal);
         yield { type: "message", parts: [{ content: { case: "text", value: text } }] };
