@@ -65,6 +65,7 @@ import {
 import { checkId } from "./ids.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import { claimPath } from "./open-paths.js";
+import { RecentTails } from "./recent-tails.js";
 import {
   type AppendInput,
   type AppendResult,
@@ -390,6 +391,10 @@ interface TaskIndexPosition {
 const TASK_POSITION_CACHE_SIZE = 10_000;
 /** How many thread meta records stay cached. */
 const META_CACHE_SIZE = 10_000;
+/** Newest messages cached per thread: more than a turn's history read (20 + 1 by default). */
+const TAIL_CACHE_MESSAGES = 64;
+/** Payload bytes of cached tails across all threads. */
+const TAIL_CACHE_BYTES = 16 * 1024 * 1024;
 
 class LevelStore implements LevelThreadStore {
   private readonly locks = createKeyedMutex();
@@ -409,10 +414,16 @@ class LevelStore implements LevelThreadStore {
    */
   private readonly metas = new Map<string, ThreadMeta>();
 
+  /** The newest messages of recently used threads; same soundness argument as the metas. */
+  private readonly tails = new RecentTails(TAIL_CACHE_MESSAGES, TAIL_CACHE_BYTES);
+
   private remember(th: Uint8Array, meta: ThreadMeta | undefined): void {
     const hex = toHex(th);
     this.metas.delete(hex);
-    if (!meta) return;
+    if (!meta) {
+      this.tails.drop(hex);
+      return;
+    }
     this.metas.set(hex, meta);
     if (this.metas.size > META_CACHE_SIZE) this.metas.delete(this.metas.keys().next().value!);
   }
@@ -609,6 +620,7 @@ class LevelStore implements LevelThreadStore {
           throw error;
         }
         this.remember(th, next);
+        this.tails.appended(toHex(th), meta?.lastSequence ?? 0, message);
         return { message, duplicate: false };
       });
     });
@@ -705,9 +717,14 @@ class LevelStore implements LevelThreadStore {
       const th = threadHash(tenant, contextId);
       const meta = await this.readMeta(th, tenant, contextId);
       if (!meta || count === 0) return [];
+      const hex = toHex(th);
+      const cached = this.tails.get(hex, meta.lastSequence, count);
+      if (cached) return cached;
       // Bounded by lastSequence: the meta is the commit point, so anything above it is not part of the thread.
-      const newest = await this.readRange(th, { gte: 1, lte: meta.lastSequence }, true, count);
-      return newest.reverse();
+      const newest = (await this.readRange(th, { gte: 1, lte: meta.lastSequence }, true, count)).reverse();
+      // Cached only if no write changed the thread during the read.
+      if (this.metas.get(hex) === meta) this.tails.put(hex, newest);
+      return newest;
     });
   }
 

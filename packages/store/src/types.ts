@@ -127,7 +127,7 @@ export interface ThreadStore {
    * stored record with `duplicate: true` and writes nothing.
    */
   append(key: ThreadKey, input: AppendInput, task?: TaskRecord): Promise<AppendResult>;
-  /** The last `count` messages, oldest first, in O(count). */
+  /** The last `count` messages, oldest first, in O(count). The records may be shared: never modify them. */
   tail(key: ThreadKey, count: number): Promise<StoredMessage[]>;
   /** One page of a thread's messages; the cursor is opaque and bound to the order. */
   readMessages(

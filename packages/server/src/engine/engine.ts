@@ -761,7 +761,23 @@ export function hopsOf(message: Message): string[] {
   return Array.isArray(hops) ? hops.filter((h): h is string => typeof h === "string") : [];
 }
 
+/**
+ * History entries of stored messages already decoded: a store may hand back
+ * the same StoredMessage objects turn after turn (LevelDB keeps a thread's
+ * recent tail in memory), and a stored message never changes.
+ */
+const decodedHistory = new WeakMap<StoredMessage, HistoryEntry>();
+
 function historyEntry(stored: StoredMessage): HistoryEntry {
+  let entry = decodedHistory.get(stored);
+  if (entry === undefined) {
+    entry = decodeHistoryEntry(stored);
+    decodedHistory.set(stored, entry);
+  }
+  return entry;
+}
+
+function decodeHistoryEntry(stored: StoredMessage): HistoryEntry {
   const message = fromBinary(MessageSchema, stored.payload);
   const meta = message.metadata?.[parleyMetadataKey];
   const source =
