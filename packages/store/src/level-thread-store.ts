@@ -571,7 +571,7 @@ class LevelStore implements LevelThreadStore {
         const metaKey = key(T_META, th);
         // A fresh id needs no retry lookup and gets no index entry.
         const idKey = input.fresh ? undefined : key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
-        // The append path is at most two point reads (the meta unless cached, the id index of an existing thread) and one batch.
+        // At most two point reads (the meta unless cached, the id index of an existing thread), then one batch.
         let meta: ThreadMeta | undefined = this.cachedMeta(th, tenant, contextId);
         let rawIds: Uint8Array | undefined;
         if (!meta) {
