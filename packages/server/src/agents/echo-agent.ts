@@ -30,9 +30,9 @@ export interface EchoAgentOptions {
 }
 
 /**
- * Replies with exactly the input it was given (the history guard block, then
- * the new message), streamed in chunks, so anyone trying Parley sees the
- * history injection at work.
+ * By default replies with exactly the input it was given (the history guard
+ * block, then the new message), streamed in chunks, so anyone trying Parley
+ * sees the history injection at work.
  */
 export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   const delayMs = options.delayMs ?? 0;
@@ -47,7 +47,10 @@ export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   }
   return {
     name: options.name ?? "echo",
-    description: "Replies with exactly the input it was given: the history block, then the new message",
+    description:
+      input === "framed"
+        ? "Replies with exactly the input it was given: the history block, then the new message"
+        : "Replies with the new message's text (the history is read back, not repeated)",
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       const text = input === "framed" ? turn.framedText : turn.text;
       if (reply === "message" || (reply === "auto" && !turn.streaming)) {
