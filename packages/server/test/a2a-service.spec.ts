@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
-import { startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
+import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function replyText(task: Task): string {
   return task.artifacts.map((a) => messageText(a)).join("");
@@ -10,12 +10,6 @@ function replyText(task: Task): string {
 
 function reasonOf(error: unknown): string | undefined {
   return ConnectError.from(error).findDetails(ErrorInfoSchema)[0]?.reason;
-}
-
-async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamResponse[]> {
-  const events: StreamResponse[] = [];
-  for await (const e of stream) events.push(e);
-  return events;
 }
 
 describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (protocol) => {

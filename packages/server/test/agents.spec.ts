@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Message, type StreamResponse, type Task, TaskState } from "@parley/proto";
+import { type Message, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig, messageText } from "../src/index.js";
-import { startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
+import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve) => {
@@ -144,22 +144,18 @@ describe("the echo agent's reply modes", () => {
   });
 
   it("auto: streams artifact chunks to a streaming caller", async () => {
-    const events: StreamResponse[] = [];
-    for await (const e of server
-      .a2a("grpc", { "parley-agent": "auto" })
-      .sendStreamingMessage({ message: userMessage("streamed") }))
-      events.push(e);
+    const events = await collect(
+      server.a2a("grpc", { "parley-agent": "auto" }).sendStreamingMessage({ message: userMessage("streamed") }),
+    );
     expect(events.filter((e) => e.payload.case === "artifactUpdate").length).toBeGreaterThan(1);
     expect(streamedText(events)).toBe("streamed");
     expect(events.at(-1)?.payload.case).toBe("statusUpdate");
   });
 
   it("message: a streaming caller gets the one Message too", async () => {
-    const events: StreamResponse[] = [];
-    for await (const e of server
-      .a2a("grpc", { "parley-agent": "message" })
-      .sendStreamingMessage({ message: userMessage("whole") }))
-      events.push(e);
+    const events = await collect(
+      server.a2a("grpc", { "parley-agent": "message" }).sendStreamingMessage({ message: userMessage("whole") }),
+    );
     expect(events.map((e) => e.payload.case)).toEqual(["message"]);
     expect(messageText(events[0]!.payload.value as Message)).toBe("whole");
   });

@@ -119,6 +119,13 @@ export function sendRequest(contextId: string, text: string) {
   return { message: userMessage(text, { contextId }) };
 }
 
+/** Every event of a stream, in order. */
+export async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamResponse[]> {
+  const events: StreamResponse[] = [];
+  for await (const e of stream) events.push(e);
+  return events;
+}
+
 /** The reply text a stream delivered: its artifact chunks, concatenated in order. */
 export function streamedText(events: readonly StreamResponse[]): string {
   return events
