@@ -12,8 +12,8 @@ import type { StoredMessage } from "./types.js";
  * The cached messages are shared with every caller; they are never modified.
  */
 export class RecentTails {
-  /** By thread digest, oldest message first; Map order is least recently used first. */
-  private readonly tails = new Map<string, StoredMessage[]>();
+  /** By thread digest, oldest message first, with the tail's payload bytes; Map order is least recently used first. */
+  private readonly tails = new Map<string, { messages: StoredMessage[]; bytes: number }>();
   private bytes = 0;
 
   constructor(
@@ -25,56 +25,56 @@ export class RecentTails {
 
   /** The last `count` messages of a thread whose last sequence is `lastSequence`, when cached. */
   get(thread: string, lastSequence: number, count: number): StoredMessage[] | undefined {
-    const tail = this.tails.get(thread);
-    if (!tail) return undefined;
+    const entry = this.tails.get(thread);
+    if (!entry) return undefined;
+    const tail = entry.messages;
     if (tail[tail.length - 1]?.sequence !== lastSequence) {
       this.drop(thread);
       return undefined;
     }
     if (tail.length < count && tail[0]?.sequence !== 1) return undefined;
     this.tails.delete(thread);
-    this.tails.set(thread, tail);
+    this.tails.set(thread, entry);
     return tail.slice(-count);
   }
 
   /** Caches the newest messages of a thread, as just read from the database (oldest first). */
   put(thread: string, newest: readonly StoredMessage[]): void {
     this.drop(thread);
-    if (newest.length === 0) return;
-    this.store(thread, newest.slice(-this.perThread));
+    const messages = newest.slice(-this.perThread);
+    let bytes = 0;
+    for (const m of messages) bytes += m.payload.byteLength;
+    if (messages.length > 0) this.store(thread, { messages, bytes });
   }
 
   /** Extends a cached tail by the message just appended after `previousLast`. */
   appended(thread: string, previousLast: number, message: StoredMessage): void {
-    const tail = this.tails.get(thread);
-    if (!tail) return;
+    const entry = this.tails.get(thread);
+    if (!entry) return;
     this.drop(thread);
+    const tail = entry.messages;
     if (tail[tail.length - 1]?.sequence !== previousLast) return;
     tail.push(message);
-    this.store(thread, tail.length > this.perThread ? tail.slice(-this.perThread) : tail);
+    let bytes = entry.bytes + message.payload.byteLength;
+    // One message in, so at most one falls out at the front.
+    if (tail.length > this.perThread) bytes -= tail.shift()!.payload.byteLength;
+    this.store(thread, { messages: tail, bytes });
   }
 
   drop(thread: string): void {
-    const tail = this.tails.get(thread);
-    if (!tail) return;
+    const entry = this.tails.get(thread);
+    if (!entry) return;
     this.tails.delete(thread);
-    this.bytes -= sizeOf(tail);
+    this.bytes -= entry.bytes;
   }
 
-  private store(thread: string, tail: StoredMessage[]): void {
-    const size = sizeOf(tail);
-    if (size > this.maxBytes) return;
-    this.tails.set(thread, tail);
-    this.bytes += size;
+  private store(thread: string, entry: { messages: StoredMessage[]; bytes: number }): void {
+    if (entry.bytes > this.maxBytes) return;
+    this.tails.set(thread, entry);
+    this.bytes += entry.bytes;
     for (const [oldest] of this.tails) {
       if (this.bytes <= this.maxBytes) break;
       this.drop(oldest);
     }
   }
-}
-
-function sizeOf(tail: readonly StoredMessage[]): number {
-  let size = 0;
-  for (const m of tail) size += m.payload.byteLength;
-  return size;
 }
