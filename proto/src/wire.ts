@@ -11,6 +11,8 @@ export const headers = {
   a2aVersion: "a2a-version",
   /** The A2A extensions the caller activates, comma separated. */
   a2aExtensions: "a2a-extensions",
+  /** The name A2A 0.3 clients still send for a2aExtensions. */
+  a2aExtensionsV03: "x-a2a-extensions",
   /** The named agent of a multi-agent server that should answer. */
   agent: "parley-agent",
   /** The hop trace of an agent-to-agent session, comma separated. */

@@ -1,6 +1,6 @@
 import { toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { type ErrorInfo, ErrorInfoSchema } from "@parley/proto";
+import { type ErrorInfo, ErrorInfoSchema, type ErrorReason } from "@parley/proto";
 
 /** JSON-RPC 2.0 and A2A error codes the bridge answers with. */
 export const JsonRpcCode = {
@@ -25,8 +25,12 @@ export const JsonRpcCode = {
   PermissionDenied: -32054,
 } as const;
 
-/** ErrorInfo reasons (A2A's and Parley's) and the JSON-RPC code each one becomes. */
-const codeByReason: Readonly<Record<string, number>> = {
+/**
+ * Every ErrorInfo reason (A2A's and Parley's) and the JSON-RPC code it becomes;
+ * undefined: the plain Connect code decides. Keyed by wire.ts's ErrorReason, so
+ * a new reason does not compile until it has a row here.
+ */
+const codeByReason: Readonly<Record<ErrorReason, number | undefined>> = {
   TASK_NOT_FOUND: JsonRpcCode.TaskNotFound,
   TASK_NOT_CANCELABLE: JsonRpcCode.TaskNotCancelable,
   PUSH_NOTIFICATION_NOT_SUPPORTED: JsonRpcCode.PushNotificationNotSupported,
@@ -39,10 +43,15 @@ const codeByReason: Readonly<Record<string, number>> = {
   CONTEXT_BUSY: JsonRpcCode.ContextBusy,
   RATE_LIMITED: JsonRpcCode.RateLimited,
   LIMIT_EXCEEDED: JsonRpcCode.LimitExceeded,
+  LOOP_DETECTED: undefined,
+  HOP_LIMIT: undefined,
+  BUDGET_EXHAUSTED: undefined,
 };
 
-export const a2aErrorDomain = "a2a-protocol.org";
-export const parleyErrorDomain = "parley.dev";
+/** The code of a reason an upstream sent; a reason this bridge does not know (or "toString") has none. */
+function codeOfReason(reason: string): number | undefined {
+  return Object.hasOwn(codeByReason, reason) ? codeByReason[reason as ErrorReason] : undefined;
+}
 
 export interface JsonRpcErrorObject {
   readonly code: number;
@@ -76,13 +85,16 @@ export class JsonRpcError extends Error {
   }
 }
 
+const errorInfoTypeUrl = `type.googleapis.com/${ErrorInfoSchema.typeName}`;
+
 /** An ErrorInfo as the ProtoJSON `Any` that A2A 1.0 puts into `error.data`. */
 export function errorInfoAsAny(info: ErrorInfo): Record<string, unknown> {
-  return { "@type": `type.googleapis.com/${ErrorInfoSchema.typeName}`, ...(toJson(ErrorInfoSchema, info) as object) };
+  return { "@type": errorInfoTypeUrl, ...(toJson(ErrorInfoSchema, info) as object) };
 }
 
-export function errorInfoData(reason: string, domain: string, metadata: Record<string, string> = {}): unknown[] {
-  return [{ "@type": `type.googleapis.com/${ErrorInfoSchema.typeName}`, reason, domain, metadata }];
+/** `error.data` of an error the bridge raises itself: one ErrorInfo with a reason from wire.ts. */
+export function errorInfoData(reason: ErrorReason, domain: string, metadata: Record<string, string> = {}): unknown[] {
+  return [{ "@type": errorInfoTypeUrl, reason, domain, metadata }];
 }
 
 /** Plain Connect codes (no ErrorInfo attached) and the nearest JSON-RPC meaning. */
@@ -120,7 +132,7 @@ export function toJsonRpcError(error: unknown): JsonRpcError {
   if (connectError.code === Code.PermissionDenied) {
     return new JsonRpcError(JsonRpcCode.PermissionDenied, message, { data, httpStatus: 403 });
   }
-  const byReason = info ? codeByReason[info.reason] : undefined;
+  const byReason = info ? codeOfReason(info.reason) : undefined;
   if (byReason !== undefined) return new JsonRpcError(byReason, message, { data });
   const byCode = codeByConnectCode[connectError.code];
   if (byCode !== undefined) return new JsonRpcError(byCode, message, { data });

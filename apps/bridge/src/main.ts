@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 import { configHelp, createParley, exitOnSignals, loadConfig, type Parley } from "@parley/server";
-import { type Bridge, createBridge } from "./bridge.js";
+import { type BridgeOptions, createBridge } from "./bridge.js";
 import { createBridgeLogger } from "./logger.js";
+import { agentCardPath, jsonRpcPath } from "./routes.js";
 import { createRemoteUpstream } from "./upstream.js";
 
 const help = `parley-bridge: A2A JSON-RPC 2.0 + SSE (A2A 1.0 and 0.3) in front of Parley.
@@ -77,39 +78,21 @@ async function main(): Promise<void> {
   const publicUrl = process.env.BRIDGE_PUBLIC_URL || undefined;
 
   let parley: Parley | undefined;
-  let bridge: Bridge;
-  let grpcAddress: string;
+  let upstream: Pick<BridgeOptions, "upstream" | "cards" | "grpcAddress">;
   let closeUpstream = () => {};
   if (config) {
     parley = await createParley(config, { logger: logger.child({ component: "server" }) });
-    grpcAddress = (await parley.listen()).address;
-    bridge = await createBridge({
-      upstream: parley.inProcessTransport(),
-      cards: parley,
-      host,
-      port,
-      grpcAddress,
-      publicUrl,
-      keepAliveMs,
-      logger,
-    });
+    const { address } = await parley.listen();
+    upstream = { upstream: parley.inProcessTransport(), cards: parley, grpcAddress: address };
   } else {
     const remote = createRemoteUpstream(args.upstream!);
-    grpcAddress = new URL(args.upstream!).host;
     closeUpstream = () => remote.close();
-    bridge = await createBridge({
-      upstream: remote.transport,
-      cards: remote.cards,
-      host,
-      port,
-      grpcAddress,
-      publicUrl,
-      keepAliveMs,
-      logger,
-    });
+    upstream = { upstream: remote.transport, cards: remote.cards, grpcAddress: new URL(args.upstream!).host };
   }
+  const { grpcAddress } = upstream;
+  const bridge = await createBridge({ ...upstream, host, port, publicUrl, keepAliveMs, logger });
 
-  const cardUrl = `${bridge.url}.well-known/agent-card.json`;
+  const cardUrl = new URL(agentCardPath.slice(1), bridge.url).href;
   const example = JSON.stringify({
     jsonrpc: "2.0",
     id: 1,
@@ -126,7 +109,7 @@ async function main(): Promise<void> {
         ? [
             `  agents      ${parley
               .agentNames()
-              .map((n) => `${bridge.url}agents/${n}/`)
+              .map((n) => new URL(jsonRpcPath(n).slice(1), bridge.url).href)
               .join(" ")}`,
           ]
         : []),

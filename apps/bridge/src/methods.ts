@@ -11,7 +11,10 @@ import type { Transport } from "@connectrpc/connect";
 import { A2AService } from "@parley/proto";
 import type { z } from "zod";
 import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
-import * as v03 from "./v03-mapping.js";
+import { agentCardToV03 } from "./v03/agent-card.js";
+import { v03Params } from "./v03/params.js";
+import * as toV1 from "./v03/to-v1.js";
+import * as toV03 from "./v03/to-v03.js";
 
 export type ProtocolVersion = "0.3" | "1.0";
 export const supportedVersions: readonly ProtocolVersion[] = ["0.3", "1.0"];
@@ -177,57 +180,57 @@ export function describeType(value: unknown): string {
 const m = A2AService.method;
 
 const v03Methods: MethodSpec[] = [
-  v03Method("message/send", v03.v03Params.messageSend, m.sendMessage, v03.sendParamsToV1, v03.sendResponseToV03),
+  v03Method("message/send", v03Params.messageSend, m.sendMessage, toV1.sendParamsToV1, toV03.sendResponseToV03),
   v03Method(
     "message/stream",
-    v03.v03Params.messageSend,
+    v03Params.messageSend,
     m.sendStreamingMessage,
-    v03.sendParamsToV1,
-    v03.streamResponseToV03,
+    toV1.sendParamsToV1,
+    toV03.streamResponseToV03,
   ),
-  v03Method("tasks/get", v03.v03Params.taskQuery, m.getTask, v03.taskQueryToV1, v03.taskToV03),
-  v03Method("tasks/cancel", v03.v03Params.taskId, m.cancelTask, v03.cancelParamsToV1, v03.taskToV03),
+  v03Method("tasks/get", v03Params.taskQuery, m.getTask, toV1.taskQueryToV1, toV03.taskToV03),
+  v03Method("tasks/cancel", v03Params.taskId, m.cancelTask, toV1.cancelParamsToV1, toV03.taskToV03),
   v03Method(
     "tasks/resubscribe",
-    v03.v03Params.taskId,
+    v03Params.taskId,
     m.subscribeToTask,
-    v03.resubscribeParamsToV1,
-    v03.streamResponseToV03,
+    toV1.resubscribeParamsToV1,
+    toV03.streamResponseToV03,
   ),
   v03Method(
     "tasks/pushNotificationConfig/set",
-    v03.v03Params.taskPushConfig,
+    v03Params.taskPushConfig,
     m.createTaskPushNotificationConfig,
-    v03.setPushConfigToV1,
-    v03.pushConfigToV03,
+    toV1.setPushConfigToV1,
+    toV03.pushConfigToV03,
   ),
   v03Method(
     "tasks/pushNotificationConfig/get",
-    v03.v03Params.getPushConfig,
+    v03Params.getPushConfig,
     m.getTaskPushNotificationConfig,
-    v03.getPushConfigToV1,
-    v03.pushConfigToV03,
+    toV1.getPushConfigToV1,
+    toV03.pushConfigToV03,
   ),
   v03Method(
     "tasks/pushNotificationConfig/list",
-    v03.v03Params.taskId,
+    v03Params.taskId,
     m.listTaskPushNotificationConfigs,
-    v03.listPushConfigsToV1,
-    v03.pushConfigListToV03,
+    toV1.listPushConfigsToV1,
+    toV03.pushConfigListToV03,
   ),
   v03Method(
     "tasks/pushNotificationConfig/delete",
-    v03.v03Params.deletePushConfig,
+    v03Params.deletePushConfig,
     m.deleteTaskPushNotificationConfig,
-    v03.deletePushConfigToV1,
+    toV1.deletePushConfigToV1,
     () => null,
   ),
   v03Method(
     "agent/getAuthenticatedExtendedCard",
-    v03.v03Params.none,
+    v03Params.none,
     m.getExtendedAgentCard,
-    v03.extendedCardRequestToV1,
-    v03.agentCardToV03,
+    toV1.extendedCardRequestToV1,
+    agentCardToV03,
   ),
 ];
 

@@ -1,11 +1,6 @@
 import { isMessage, type Message } from "@bufbuild/protobuf";
-import { StreamResponseSchema, SubscribeToTaskRequestSchema } from "@parley/proto";
+import { headers, StreamResponseSchema, SubscribeToTaskRequestSchema } from "@parley/proto";
 import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
-
-/** Request header of SubscribeToTask upstream: the seq of the last event the client has. */
-export const resumeAfterHeader = "parley-resume-after";
-/** Response header of a streaming call upstream: the seq before the stream's first event. */
-export const streamStartHeader = "parley-stream-start";
 
 /** Where a resubscribe picks up: the task and the seq of the last event the client received. */
 export interface ResumePoint {
@@ -47,7 +42,7 @@ export function resumePointOf(input: Message, lastEventId: string | undefined): 
  * numbers on every subscribe to that run.
  */
 export function streamStartOf(header: Headers): number {
-  const raw = header.get(streamStartHeader)?.trim();
+  const raw = header.get(headers.streamStart)?.trim();
   return raw && /^\d{1,15}$/.test(raw) ? Number(raw) : 0;
 }
 

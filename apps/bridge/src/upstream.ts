@@ -8,8 +8,9 @@ import {
   AgentInterfaceSchema,
   TargetKind,
   TargetService,
+  headers as wire,
 } from "@parley/proto";
-import type { CardSource } from "./bridge.js";
+import type { CardSource } from "./card-source.js";
 
 export interface RemoteUpstream {
   readonly transport: Transport;
@@ -56,8 +57,8 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
     cards: {
       agentNames,
       async agentCard({ jsonRpcUrl, grpcAddress, agent }): Promise<AgentCard> {
-        const headers: Record<string, string> = { "a2a-version": "1.0" };
-        if (agent !== undefined) headers["parley-agent"] = agent;
+        const headers: Record<string, string> = { [wire.a2aVersion]: "1.0" };
+        if (agent !== undefined) headers[wire.agent] = agent;
         let card: AgentCard;
         try {
           card = await a2a.getExtendedAgentCard({}, { headers });

@@ -1,0 +1,126 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { isMessage, type Message } from "@bufbuild/protobuf";
+import { ConnectError, type Transport } from "@connectrpc/connect";
+import { parleyErrorDomain, SendMessageRequestSchema, headers as wire } from "@parley/proto";
+import type { AgentCheck } from "./card-source.js";
+import { sendJson } from "./http-response.js";
+import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
+import { type JsonRpcId, parseEnvelope, parseJsonBody, readBody, salvageId } from "./json-rpc-request.js";
+import type { Logger } from "./logger.js";
+import { findMethod, type UpstreamStream } from "./methods.js";
+import { checkVersion, negotiateVersion } from "./protocol-version.js";
+import { headerValue, upstreamHeaders } from "./request-headers.js";
+import { resumePointOf } from "./sse-resume.js";
+import type { SseWriter } from "./sse-writer.js";
+
+export interface BridgeLimits {
+  /** Largest request body. */
+  readonly maxBodyBytes: number;
+  /** Deepest JSON nesting accepted. */
+  readonly maxJsonDepth: number;
+  /** Most parts one message may carry. */
+  readonly maxPartsPerMessage: number;
+}
+
+export const defaultLimits: BridgeLimits = { maxBodyBytes: 1024 * 1024, maxJsonDepth: 64, maxPartsPerMessage: 64 };
+
+export interface RpcHandlerOptions {
+  /** The Connect transport every A2A call goes through. */
+  readonly upstream: Transport;
+  readonly limits: BridgeLimits;
+  readonly checkAgent: AgentCheck;
+  readonly sse: SseWriter;
+  readonly logger: Logger;
+}
+
+/** Answers one POSTed JSON-RPC request: a JSON result, an SSE stream, or a JSON-RPC error. */
+export type RpcHandler = (req: IncomingMessage, res: ServerResponse, url: URL, agent?: string) => Promise<void>;
+
+function checkParts(input: Message, max: number): void {
+  if (!isMessage(input, SendMessageRequestSchema)) return;
+  const count = input.message?.parts.length ?? 0;
+  if (count > max) {
+    throw new JsonRpcError(
+      JsonRpcCode.LimitExceeded,
+      `message.parts has ${count} parts; at most ${max} are accepted per message`,
+      { data: errorInfoData("LIMIT_EXCEEDED", parleyErrorDomain, { limit: "maxPartsPerMessage", max: String(max) }) },
+    );
+  }
+}
+
+function asRpcError(error: unknown): JsonRpcError {
+  if (error instanceof JsonRpcError || error instanceof ConnectError) return toJsonRpcError(error);
+  return new JsonRpcError(JsonRpcCode.InternalError, `internal error in the bridge: ${(error as Error).message}`);
+}
+
+export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
+  const { upstream, limits, checkAgent, sse, logger } = options;
+
+  /** The error a client is answered with; the bridge's own faults are logged as errors, refusals at debug. */
+  function failure(error: unknown, method: string): JsonRpcError {
+    const rpcError = asRpcError(error);
+    if (isInternal(rpcError)) logger.error({ err: error, method }, "request failed");
+    else logger.debug({ code: rpcError.code, message: rpcError.message, method }, "request refused");
+    return rpcError;
+  }
+
+  return async (req, res, url, agent) => {
+    if (req.method !== "POST") {
+      sendJson(
+        res,
+        405,
+        {
+          jsonrpc: "2.0",
+          id: null,
+          error: {
+            code: JsonRpcCode.InvalidRequest,
+            message: `HTTP method ${req.method} is not allowed on ${url.pathname}; JSON-RPC requests are POSTed`,
+          },
+        },
+        { Allow: "POST" },
+      );
+      return;
+    }
+    if (!(await checkAgent(agent, res))) return;
+    const upstreamAbort = new AbortController();
+    res.on("close", () => {
+      // A response closed before it finished means the client went away: stop the upstream work now.
+      if (!res.writableFinished) upstreamAbort.abort();
+    });
+    let id: JsonRpcId = null;
+    let method = "";
+    try {
+      const body = await readBody(req, limits.maxBodyBytes);
+      const parsed = parseJsonBody(body, limits.maxJsonDepth);
+      id = salvageId(parsed);
+      const envelope = parseEnvelope(parsed);
+      method = envelope.method;
+      const version = checkVersion(negotiateVersion(req, url).version);
+      const spec = findMethod(version, envelope.method);
+      const input = spec.parse(envelope.params);
+      checkParts(input, limits.maxPartsPerMessage);
+      const headers = upstreamHeaders(req, version, agent);
+      if (spec.streaming) {
+        const resume = resumePointOf(input, headerValue(req, "last-event-id"));
+        if (resume) headers.set(wire.resumeAfter, String(resume.afterSeq));
+        const events = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<UpstreamStream>);
+        await sse.write(res, {
+          upstream: events,
+          render: spec.render,
+          id,
+          resume,
+          upstreamAbort,
+          failure: (error) => failure(error, spec.name).toObject(),
+        });
+      } else {
+        const output = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<Message>);
+        sendJson(res, 200, { jsonrpc: "2.0", id, result: spec.render(output) });
+      }
+    } catch (error) {
+      if (upstreamAbort.signal.aborted && res.destroyed) return;
+      const rpcError = failure(error, method);
+      sendJson(res, rpcError.httpStatus, { jsonrpc: "2.0", id, error: rpcError.toObject() }, rpcError.options.headers);
+      if (rpcError.httpStatus === 413) req.destroy();
+    }
+  };
+}
