@@ -98,3 +98,10 @@ export async function* sseEvents(
     }
   }
 }
+
+/** Every item of a stream (an SDK client's events, an SSE reader's), in order. */
+export async function collect<T>(stream: AsyncIterable<T>): Promise<T[]> {
+  const items: T[] = [];
+  for await (const item of stream) items.push(item);
+  return items;
+}

@@ -4,6 +4,7 @@ import {
   GetTaskRequest,
   ListTasksRequest,
   type Message,
+  SendMessageConfiguration,
   SendMessageRequest,
   type StreamResponse,
   SubscribeToTaskRequest,
@@ -18,7 +19,7 @@ import {
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startStack, type TestStack } from "./harness.js";
+import { collect, postRaw, rpc, startStack, type TestStack } from "./harness.js";
 
 let stack: TestStack;
 let client: Client;
@@ -52,10 +53,12 @@ function textOf(task: Task): string {
     .join("");
 }
 
-async function collect(stream: AsyncIterable<StreamResponse>): Promise<StreamResponse[]> {
-  const events: StreamResponse[] = [];
-  for await (const event of stream) events.push(event);
-  return events;
+/** The reply text a stream delivered: its artifact chunks, concatenated in order. */
+function streamedText(events: StreamResponse[]): string {
+  return events
+    .flatMap((e) => (e.payload?.$case === "artifactUpdate" ? (e.payload.value.artifact?.parts ?? []) : []))
+    .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
+    .join("");
 }
 
 function lastState(events: StreamResponse[]): TaskState | undefined {
@@ -84,10 +87,7 @@ describe("A2A 1.0 through the official SDK client", () => {
     expect(events[0]?.payload?.$case).toBe("task");
     expect(events.some((e) => e.payload?.$case === "artifactUpdate")).toBe(true);
     expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
-    const text = events
-      .flatMap((e) => (e.payload?.$case === "artifactUpdate" ? (e.payload.value.artifact?.parts ?? []) : []))
-      .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
-      .join("");
+    const text = streamedText(events);
     expect(text).toBe("stream me");
   });
 
@@ -143,11 +143,18 @@ describe("A2A 1.0 through the official SDK client", () => {
 
 describe("A2A 0.3 through the SDK's legacy-compat client", () => {
   let legacy: Client;
+  let slowLegacy: Client;
   const sentMethods: string[] = [];
+  /** The params of every request the SDK put on the wire, to show what 0.3 form the bridge was given. */
+  const sentParams: Record<string, unknown>[] = [];
 
   beforeAll(async () => {
     const recordingFetch: typeof fetch = async (input, init) => {
-      if (typeof init?.body === "string") sentMethods.push(JSON.parse(init.body).method);
+      if (typeof init?.body === "string") {
+        const body = JSON.parse(init.body);
+        sentMethods.push(body.method);
+        sentParams.push(body.params);
+      }
       return fetch(input, init);
     };
     const factory = new ClientFactory(
@@ -158,6 +165,10 @@ describe("A2A 0.3 through the SDK's legacy-compat client", () => {
     );
     // The 0.3 card (asked for explicitly) names only what a 0.3 client understands.
     legacy = await factory.createFromUrl(stack.bridge.url, "/.well-known/agent-card.json?A2A-Version=0.3");
+    slowLegacy = await factory.createFromUrl(
+      `${stack.bridge.url}agents/slow/`,
+      ".well-known/agent-card.json?A2A-Version=0.3",
+    );
   });
 
   it("speaks 0.3", () => {
@@ -177,11 +188,36 @@ describe("A2A 0.3 through the SDK's legacy-compat client", () => {
     expect(sentMethods).toContain("message/stream");
     expect(events[0]?.payload?.$case).toBe("task");
     expect(lastState(events)).toBe(TaskState.TASK_STATE_COMPLETED);
-    const text = events
-      .flatMap((e) => (e.payload?.$case === "artifactUpdate" ? (e.payload.value.artifact?.parts ?? []) : []))
-      .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
-      .join("");
+    const text = streamedText(events);
     expect(text).toContain("turn one");
     expect(text.endsWith("turn two")).toBe(true);
+  });
+
+  it("message/send with blocking:false answers with the task at once and lets it run on", async () => {
+    const request = userMessage("do not wait for me");
+    request.configuration = SendMessageConfiguration.fromJSON({ returnImmediately: true });
+    const task = asTask(await slowLegacy.sendMessage(request));
+    expect(sentParams.at(-1)?.configuration).toMatchObject({ blocking: false });
+    // The slow agent needs 10 chunks 200 ms apart: a send that waited for it would come back COMPLETED.
+    expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(task.status?.state);
+    const rest = await collect(slowLegacy.resubscribeTask(SubscribeToTaskRequest.fromJSON({ id: task.id })));
+    expect(lastState(rest)).toBe(TaskState.TASK_STATE_COMPLETED);
+  });
+
+  it("message/send unwraps a data_part_compat DataPart: the thread stores the bare value, without the flag", async () => {
+    const request = SendMessageRequest.fromJSON({
+      message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "with data" }, { data: [1, "two"] }] },
+    });
+    const task = asTask(await legacy.sendMessage(request));
+    // 0.3 DataParts hold objects only, so the SDK sent the list wrapped, and flagged it.
+    const sentPart = (sentParams.at(-1)?.message as { parts?: unknown[] } | undefined)?.parts?.[1];
+    expect(sentPart).toEqual({ kind: "data", data: { value: [1, "two"] }, metadata: { data_part_compat: true } });
+    // Read back in 1.0, where a DataPart holds any JSON value: the wrapping is gone.
+    const res = await postRaw(stack.bridge.url, rpc("GetTask", { id: task.id, historyLength: 10 }), {
+      "A2A-Version": "1.0",
+    });
+    const history = (res.json.result as { history: Array<{ messageId: string; parts: unknown[] }> }).history;
+    const stored = history.find((m) => m.messageId === request.message?.messageId);
+    expect(stored?.parts).toEqual([{ text: "with data" }, { data: [1, "two"] }]);
   });
 });
