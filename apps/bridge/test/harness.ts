@@ -73,11 +73,18 @@ export function rpc(method: string, params?: unknown, id: string | number = 1): 
   return JSON.stringify({ jsonrpc: "2.0", id, method, ...(params === undefined ? {} : { params }) });
 }
 
-/** Reads an SSE body event by event; `data` is the parsed JSON of the event's data line. */
+/** One SSE event: its `event:` name ("message" when absent), its `id:` line, and the parsed JSON of its data. */
+export interface SseEvent {
+  readonly event: string;
+  readonly id: string | undefined;
+  readonly data: Record<string, unknown>;
+}
+
+/** Reads an SSE body event by event; comment lines (keep-alives) go to `onComment`. */
 export async function* sseEvents(
   body: ReadableStream<Uint8Array>,
   onComment?: (line: string) => void,
-): AsyncGenerator<{ event: string; data: Record<string, unknown> }> {
+): AsyncGenerator<SseEvent> {
   const decoder = new TextDecoder();
   let buffer = "";
   for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
@@ -87,13 +94,15 @@ export async function* sseEvents(
       const block = buffer.slice(0, end);
       buffer = buffer.slice(end + 2);
       let event = "message";
+      let id: string | undefined;
       let data = "";
       for (const line of block.split("\n")) {
         if (line.startsWith(":")) onComment?.(line);
         else if (line.startsWith("event: ")) event = line.slice(7);
+        else if (line.startsWith("id: ")) id = line.slice(4);
         else if (line.startsWith("data: ")) data += line.slice(6);
       }
-      if (data) yield { event, data: JSON.parse(data) };
+      if (data) yield { event, id, data: JSON.parse(data) };
       end = buffer.indexOf("\n\n");
     }
   }

@@ -9,37 +9,9 @@ import { createTestDatabase } from "../../../packages/store/test/pg-helpers.js";
 import { type Bridge, createBridge } from "../src/bridge.js";
 import { createBridgeLogger } from "../src/logger.js";
 import { createRemoteUpstream, type RemoteUpstream } from "../src/upstream.js";
-import { postRaw, rpc, startStack, type TestStack } from "./harness.js";
+import { postRaw, rpc, type SseEvent, sseEvents, startStack, type TestStack } from "./harness.js";
 
 // Real replicas (`node dist/main.js`) sharing one PostgreSQL database, each behind its own bridge in remote mode.
-
-interface SseEvent {
-  readonly event: string;
-  readonly id: string | undefined;
-  readonly data: Record<string, unknown>;
-}
-
-/** Reads SSE blocks with their `id:` lines; the harness's reader drops ids, which is what these tests check. */
-async function* sse(body: ReadableStream<Uint8Array>): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  for await (const chunk of body as unknown as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true });
-    for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      let event = "message";
-      let id: string | undefined;
-      let data = "";
-      for (const line of block.split("\n")) {
-        if (line.startsWith("event: ")) event = line.slice(7);
-        else if (line.startsWith("id: ")) id = line.slice(4);
-        else if (line.startsWith("data: ")) data += line.slice(6);
-      }
-      if (data) yield { event, id, data: JSON.parse(data) };
-    }
-  }
-}
 
 async function openStream(
   url: string,
@@ -54,7 +26,7 @@ async function openStream(
     signal,
   });
   expect(res.headers.get("content-type")).toContain("text/event-stream");
-  return sse(res.body!);
+  return sseEvents(res.body!);
 }
 
 /** Collects events until the stream ends, errors, or the connection is dropped under it. */
