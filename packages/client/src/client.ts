@@ -5,7 +5,7 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
-import { A2AService, SessionService, TargetService, ThreadService } from "@parley/proto";
+import { A2AService, SessionService, TargetService, ThreadService, headers as wire } from "@parley/proto";
 
 /** The wire protocols a Parley server speaks on its h2c port. */
 export type ParleyProtocol = "connect" | "grpc" | "grpc-web";
@@ -15,9 +15,6 @@ export const parleyProtocols: readonly ParleyProtocol[] = ["connect", "grpc", "g
 /** The A2A protocol version this client speaks (lf.a2a.v1). */
 export const a2aVersion = "1.0";
 
-/** Request header that picks one of the agents a Parley server hosts. */
-export const agentHeader = "parley-agent";
-
 export interface ParleyClientOptions {
   /** The server's base URL, e.g. "http://127.0.0.1:8081". */
   readonly baseUrl: string;
@@ -25,7 +22,7 @@ export interface ParleyClientOptions {
   readonly protocol?: ParleyProtocol;
   /** Sent as "authorization: Bearer <token>". */
   readonly token?: string;
-  /** One of the server's hosted agents; the server's default agent when absent. */
+  /** One of the server's hosted agents (sent as the parley-agent header); the server's default agent when absent. */
   readonly agent?: string;
   /** connect and grpc-web only; gRPC is always HTTP/2. Defaults to "2". */
   readonly httpVersion?: "1.1" | "2";
@@ -78,9 +75,9 @@ export function createParleyClient(options: ParleyClientOptions): ParleyClient {
     throw new Error(`unknown protocol ${JSON.stringify(protocol)}: expected one of ${parleyProtocols.join(", ")}`);
   }
   const baseUrl = checkBaseUrl(options.baseUrl).toString().replace(/\/$/, "");
-  const headers: Record<string, string> = { "a2a-version": a2aVersion, ...options.headers };
+  const headers: Record<string, string> = { [wire.a2aVersion]: a2aVersion, ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
-  if (options.agent) headers[agentHeader] = options.agent;
+  if (options.agent) headers[wire.agent] = options.agent;
   const interceptors = [createHeaderInterceptor(headers), ...(options.interceptors ?? [])];
   const httpVersion = options.httpVersion ?? "2";
   // An owned session manager is what lets close() end the HTTP/2 session right away

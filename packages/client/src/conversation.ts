@@ -3,6 +3,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import {
   type Artifact,
   ArtifactSchema,
+  endsTurn,
   type GetThreadHistoryResponse,
   HistoryOrder,
   type ListThreadsResponse,
@@ -65,13 +66,15 @@ export interface Conversation {
   list(options?: { pageSize?: number; pageToken?: string }): Promise<ListThreadsResponse>;
 }
 
-/** States after which the agent produced no usable answer. */
-const failedStates: ReadonlySet<TaskState> = new Set([
-  TaskState.FAILED,
-  TaskState.CANCELED,
-  TaskState.REJECTED,
-  TaskState.AUTH_REQUIRED,
-]);
+/**
+ * The agent's turn ended without a usable answer: it is over (terminal, or
+ * waiting for the client), but neither COMPLETED nor asking for input. That
+ * leaves FAILED, CANCELED, REJECTED and AUTH_REQUIRED, whose credentials this
+ * client has no way to supply.
+ */
+function failedTurn(state: TaskState): boolean {
+  return endsTurn(state) && state !== TaskState.COMPLETED && state !== TaskState.INPUT_REQUIRED;
+}
 
 /** The state's ProtoJSON name, e.g. TASK_STATE_COMPLETED. */
 export function taskStateName(state: TaskState): string {
@@ -175,7 +178,7 @@ export function createConversation(backend: ConversationBackend, options: Conver
     if (task.id) taskId = task.id;
     // Only a task waiting for input is continued; any other next turn starts a new task in the same thread.
     continueTask = task.status?.state === TaskState.INPUT_REQUIRED;
-    if (failedStates.has(task.status?.state ?? TaskState.UNSPECIFIED)) throw new TaskFailedError(task);
+    if (failedTurn(task.status?.state ?? TaskState.UNSPECIFIED)) throw new TaskFailedError(task);
   };
   const request = (text: string, messageId: string | undefined) => ({
     message: userMessage(text, contextId, continueTask ? taskId : undefined, messageId),

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "@parley/proto";
+import { ErrorInfoSchema, type ErrorReason } from "@parley/proto";
 import { ConfigError } from "./config.js";
 import { TaskFailedError } from "./conversation.js";
 
@@ -29,7 +29,11 @@ export function exitCodeOf(error: unknown): number {
   if (error instanceof TaskFailedError) return ExitCode.remote;
   if (error instanceof ConnectError) {
     const reason = error.findDetails(ErrorInfoSchema)[0]?.reason;
-    if (reason === "CONTEXT_BUSY" || error.code === Code.Aborted || error.code === Code.AlreadyExists) {
+    if (
+      reason === ("CONTEXT_BUSY" satisfies ErrorReason) ||
+      error.code === Code.Aborted ||
+      error.code === Code.AlreadyExists
+    ) {
       return ExitCode.busy;
     }
     if (error.code === Code.NotFound) return ExitCode.notFound;

@@ -1,6 +1,5 @@
 export {
   a2aVersion,
-  agentHeader,
   createParleyClient,
   type ParleyClient,
   type ParleyClientOptions,

@@ -8,6 +8,7 @@ import {
   SendMessageResponseSchema,
   type StreamResponse,
   StreamResponseSchema,
+  headers as wire,
 } from "@parley/proto";
 import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { a2aVersion } from "./client.js";
@@ -123,7 +124,7 @@ export function createJsonRpcA2AClient(options: JsonRpcClientOptions): A2ASender
     const headers = new Headers({
       "content-type": "application/json",
       accept: method === "SendStreamingMessage" ? "text/event-stream, application/json" : "application/json",
-      "A2A-Version": a2aVersion,
+      [wire.a2aVersion]: a2aVersion,
       ...options.headers,
     });
     if (options.token) headers.set("authorization", `Bearer ${options.token}`);

@@ -11,6 +11,7 @@ import {
 import { type Command, InvalidArgumentError } from "commander";
 import type { ParleyClient } from "../client.js";
 import { ExitCode, UsageError } from "../errors.js";
+import type { RunCommand } from "./command-context.js";
 
 /** A SessionRef in the CLI's SESSION syntax: agent[/contextId], a2a:peer[/contextId] or a2a:URL[#contextId]. */
 export function parseSession(spec: string, flag: string): Pick<SessionRef, "endpoint" | "contextId"> {
@@ -105,15 +106,8 @@ export async function runConverse(client: ParleyClient, text: string, options: C
   return last?.phase === Phase.DONE && failures.has(last.stopReason) ? ExitCode.remote : ExitCode.ok;
 }
 
-/**
- * Adds `parley converse --from SESSION --to SESSION TEXT`. `run` hands the
- * action a client for the configured server, the way the CLI's other
- * commands get theirs.
- */
-export function registerConverseCommand(
-  program: Command,
-  run: (action: (client: () => ParleyClient) => Promise<number>) => Promise<void>,
-): Command {
+/** Adds `parley converse --from SESSION --to SESSION TEXT`. */
+export function registerConverseCommand(program: Command, run: RunCommand): Command {
   return program
     .command("converse")
     .description("Open an agent-to-agent conversation between two sessions and print each step as it happens")
@@ -130,5 +124,5 @@ export function registerConverseCommand(
     .option("--detach", "print the accepted step and leave the conversation running")
     .option("--json", "print each step as a JSON object per line")
     .exitOverride()
-    .action((text: string, options: ConverseOptions) => run((client) => runConverse(client(), text, options)));
+    .action((text: string, options: ConverseOptions) => run((context) => runConverse(context.client(), text, options)));
 }

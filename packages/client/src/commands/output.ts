@@ -1,0 +1,13 @@
+/** What every command's --help ends with: the exit codes of errors.ts's ExitCode. */
+export const exitCodeHelp = `
+Exit codes:
+  0  ok
+  1  remote or agent error (server unreachable, failed task, ...)
+  2  usage error (bad flags or arguments, bad config file, ambiguous target)
+  3  target, peer or thread not found
+  4  busy or conflict (another task is running in that thread)`;
+
+/** One JSON value per line on stdout, the --json output of every command. */
+export function jsonLine(value: unknown) {
+  process.stdout.write(`${JSON.stringify(value)}\n`);
+}
