@@ -1,38 +1,20 @@
-import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { createBridge, createBridgeLogger } from "@parley/bridge";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createConversation, createParleyClient, type ParleyClient } from "../src/index.js";
-import { startServer, type TestServer, tempDir } from "./harness.js";
-
-const cli = resolve(dirname(fileURLToPath(import.meta.url)), "../dist/cli.js");
-
-interface Result {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+import { type CliResult, runCli, startServer, type TestServer, tempDir } from "./harness.js";
 
 let server: TestServer;
 let front: { url: string; close(): Promise<void> };
 const home = tempDir("parley-cli-home-");
 const configFile = join(home.path, "client.json");
 
-/** Runs the built CLI as a child process; async, because the server lives in this process. */
-function parley(args: string[], options: { stdin?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Result> {
-  return new Promise((done) => {
-    const child = execFile(
-      process.execPath,
-      [cli, ...args],
-      { env: { PATH: process.env.PATH, HOME: home.path, PARLEY_CLIENT_CONFIG: configFile, ...options.env } },
-      (error, stdout, stderr) => {
-        const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
-        done({ code, stdout, stderr });
-      },
-    );
-    child.stdin?.end(options.stdin ?? "");
+/** The CLI with a clean environment: only PATH, a scratch HOME and the test's client config. */
+function parley(args: string[], options: { stdin?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  return runCli(args, {
+    stdin: options.stdin,
+    env: { PATH: process.env.PATH, HOME: home.path, PARLEY_CLIENT_CONFIG: configFile, ...options.env },
   });
 }
 

@@ -1,24 +1,15 @@
 // `parley converse` run as a child process against a real server hosting two scripted agents.
-import { execFile } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServer, type TestServer, tempDir } from "./harness.js";
+import { type CliResult, runCli, startServer, type TestServer, tempDir } from "./harness.js";
 
-const cli = resolve(fileURLToPath(new URL("../dist/cli.js", import.meta.url)));
 const scratch = tempDir("parley-converse-");
 let server: TestServer;
 
-function parley(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(
-      process.execPath,
-      [cli, "--server", server.baseUrl, "--protocol", "grpc", ...args],
-      { env: { ...process.env, PARLEY_CLIENT_CONFIG: join(scratch.path, "client.json") } },
-      (error, stdout, stderr) =>
-        done({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
-    );
+function parley(args: string[]): Promise<CliResult> {
+  return runCli(["--server", server.baseUrl, "--protocol", "grpc", ...args], {
+    env: { ...process.env, PARLEY_CLIENT_CONFIG: join(scratch.path, "client.json") },
   });
 }
 

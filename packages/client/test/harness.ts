@@ -1,6 +1,8 @@
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createParley, loadConfig, type Parley } from "@parley/server";
 
 export interface TestServer {
@@ -31,4 +33,27 @@ export async function startServer(env: NodeJS.ProcessEnv = {}, extraArgv: string
 export function tempDir(prefix: string): { path: string; remove(): void } {
   const path = mkdtempSync(join(tmpdir(), prefix));
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+/** The built CLI, the file `npm run build` writes and the package's bin names. */
+const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+
+export interface CliResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs the built `parley` CLI as a child process with exactly `env`; async,
+ * because the server it talks to lives in this process.
+ */
+export function runCli(args: string[], options: { env: NodeJS.ProcessEnv; stdin?: string }): Promise<CliResult> {
+  return new Promise((done) => {
+    const child = execFile(process.execPath, [cli, ...args], { env: options.env }, (error, stdout, stderr) => {
+      const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
+      done({ code, stdout, stderr });
+    });
+    child.stdin?.end(options.stdin ?? "");
+  });
 }
