@@ -118,30 +118,27 @@ export function taskToV03(t: Task): JsonObject {
   return out;
 }
 
-function statusUpdateToV03(e: TaskStatusUpdateEvent): JsonObject {
-  const out: JsonObject = {
-    kind: "status-update",
-    taskId: e.taskId,
-    contextId: e.contextId,
-    status: statusToV03(e.status),
-    // A 0.3 stream is over once the turn ends: terminal states and the interrupted ones Parley closes streams on.
-    final: endsTurn(e.status?.state ?? TaskState.UNSPECIFIED),
-  };
+/** A task event's common fields (kind, taskId, contextId, then `fields`, then metadata) in 0.3 form. */
+function taskEventToV03(kind: string, e: TaskStatusUpdateEvent | TaskArtifactUpdateEvent, fields: JsonObject) {
+  const out: JsonObject = { kind, taskId: e.taskId, contextId: e.contextId, ...fields };
   withOptional(out, "metadata", e.metadata);
   return out;
 }
 
+function statusUpdateToV03(e: TaskStatusUpdateEvent): JsonObject {
+  return taskEventToV03("status-update", e, {
+    status: statusToV03(e.status),
+    // A 0.3 stream is over once the turn ends: terminal states and the interrupted ones Parley closes streams on.
+    final: endsTurn(e.status?.state ?? TaskState.UNSPECIFIED),
+  });
+}
+
 function artifactUpdateToV03(e: TaskArtifactUpdateEvent): JsonObject {
-  const out: JsonObject = {
-    kind: "artifact-update",
-    taskId: e.taskId,
-    contextId: e.contextId,
+  return taskEventToV03("artifact-update", e, {
     artifact: e.artifact ? artifactToV03(e.artifact) : { artifactId: "", parts: [] },
     append: e.append,
     lastChunk: e.lastChunk,
-  };
-  withOptional(out, "metadata", e.metadata);
-  return out;
+  });
 }
 
 /** A send's or a stream's payload in 0.3 form, told apart by `kind`; undefined for an empty payload. */
