@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { A2AService, type AgentCard, SessionService, TargetService, ThreadService } from "@parley/proto";
-import { createLevelThreadStore, createStore, type StoreBackend, type ThreadStore } from "@parley/store";
+import { createLevelThreadStore, createPostgresBackend, type PostgresBackend, type ThreadStore } from "@parley/store";
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
@@ -53,8 +53,8 @@ export interface CreateParleyOptions {
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
   const logger = options.logger ?? createLogger(config.logLevel);
   // A postgres:// storeUrl makes this process one of N replicas sharing that database.
-  const backend: StoreBackend | undefined = config.storeUrl
-    ? await createStore({
+  const backend: PostgresBackend | undefined = config.storeUrl
+    ? await createPostgresBackend({
         url: config.storeUrl,
         onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
       })

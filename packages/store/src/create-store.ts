@@ -1,9 +1,6 @@
-import { createMemoryEventLog } from "./events/memory-event-log.js";
-import { fenceStore } from "./leases/fenced-store.js";
-import { createMemoryLeases } from "./leases/memory-leases.js";
-import { createLevelThreadStore } from "./level-thread-store.js";
-import { createPostgresBackend } from "./postgres/pg-backend.js";
-import type { StoreBackend } from "./types.js";
+import { createLevelThreadStore } from "./level/level-thread-store.js";
+import { createPostgresBackend, type PostgresBackend } from "./postgres/pg-backend.js";
+import type { LevelBackend } from "./types.js";
 
 export interface CreateStoreOptions {
   /** A postgres:// (or postgresql://) URL selects PostgreSQL; anything else is a LevelDB directory. */
@@ -18,6 +15,7 @@ export interface CreateStoreOptions {
   readonly pollMs?: number;
   /** PostgreSQL: apply pending migrations on open (true by default). */
   readonly migrate?: boolean;
+  /** PostgreSQL: connection trouble of an idle pooled client or the listener (they reconnect). */
   readonly onError?: (error: Error) => void;
 }
 
@@ -27,9 +25,9 @@ export function isPostgresUrl(url: string): boolean {
 
 /**
  * Opens the backend named by `url`: PostgreSQL for N replicas sharing one
- * database, or LevelDB with in-process leases and event logs for one process.
+ * database, or LevelDB owned by this one process.
  */
-export async function createStore(options: CreateStoreOptions): Promise<StoreBackend> {
+export async function createStore(options: CreateStoreOptions): Promise<LevelBackend | PostgresBackend> {
   if (typeof options?.url !== "string" || options.url.length === 0) {
     throw new TypeError("createStore needs options.url: a postgres:// URL or a LevelDB directory");
   }
@@ -43,26 +41,10 @@ export async function createStore(options: CreateStoreOptions): Promise<StoreBac
       ...(options.onError ? { onError: options.onError } : {}),
     });
   }
-  const level = await createLevelThreadStore({
+  const store = await createLevelThreadStore({
     path: options.url,
     ...(options.now ? { now: options.now } : {}),
     ...(options.sync !== undefined ? { sync: options.sync } : {}),
   });
-  const leases = createMemoryLeases();
-  const events = createMemoryEventLog({ leases, ...(options.now ? { now: options.now } : {}) });
-  const store = fenceStore(level, leases);
-  let closing: Promise<void> | undefined;
-  return {
-    kind: "level",
-    store,
-    leases,
-    events,
-    close() {
-      closing ??= (async () => {
-        await Promise.allSettled([events.close(), leases.close()]);
-        await level.close();
-      })();
-      return closing;
-    },
-  };
+  return { kind: "level", store, close: () => store.close() };
 }

@@ -291,9 +291,23 @@ export interface TaskEventLog {
   close(): Promise<void>;
 }
 
+/**
+ * An open backend. LevelDB has one owning process, so the engine's in-process
+ * guard is its whole concurrency story and it has no leases; PostgreSQL is
+ * shared by N replicas, which coordinate through its leases and event logs.
+ */
+export type StoreBackend = LevelBackend | ReplicaBackend;
+
+/** The embedded single-process backend: threads, tasks and push configs. */
+export interface LevelBackend {
+  readonly kind: "level";
+  readonly store: ThreadStore;
+  close(): Promise<void>;
+}
+
 /** A backend with everything a replica needs: threads and tasks, leases, and task event logs. */
-export interface StoreBackend {
-  readonly kind: "level" | "postgres";
+export interface ReplicaBackend {
+  readonly kind: "postgres";
   readonly store: FencedThreadStore;
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;

@@ -2,6 +2,4 @@ import { createStore } from "../src/index.js";
 import { storeContract } from "./contract-suite.js";
 import { tempDir } from "./helpers.js";
 
-storeContract("LevelDB with in-process leases and event logs", async ({ now }) =>
-  createStore({ url: await tempDir(), ...(now ? { now } : {}) }),
-);
+storeContract("LevelDB", async ({ now }) => createStore({ url: await tempDir(), ...(now ? { now } : {}) }));

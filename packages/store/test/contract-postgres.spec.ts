@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from "vitest";
-import { createStore } from "../src/index.js";
+import { createStore, type PostgresBackend } from "../src/index.js";
+import { replicaContract } from "./contract-replicas.js";
 import { storeContract } from "./contract-suite.js";
 import { createTestDatabase } from "./pg-helpers.js";
 
@@ -13,12 +14,13 @@ afterAll(async () => {
 
 const tables = ["parley_threads", "parley_tasks", "parley_push_configs", "parley_context_leases", "parley_task_events"];
 
-storeContract("PostgreSQL", async ({ now }) => {
+/** A backend on the file's own database, its tables emptied (DELETE: tiny tables, cheaper than TRUNCATE). */
+async function openEmpty({ now }: { now?: () => number }): Promise<PostgresBackend> {
   const backend = await createStore({ url: database.url, pollMs: 200, ...(now ? { now } : {}) });
-  // Each test starts from empty tables in the file's own database (DELETE: tiny tables, cheaper than TRUNCATE).
-  if (backend.kind === "postgres") {
-    const { pool } = backend as unknown as { pool: import("pg").Pool };
-    await pool.query(tables.map((t) => `DELETE FROM ${t}`).join("; "));
-  }
+  if (backend.kind !== "postgres") throw new Error(`createStore opened ${backend.kind} for a postgres:// URL`);
+  await backend.pool.query(tables.map((t) => `DELETE FROM ${t}`).join("; "));
   return backend;
-});
+}
+
+storeContract("PostgreSQL", openEmpty);
+replicaContract("PostgreSQL", openEmpty);

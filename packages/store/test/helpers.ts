@@ -2,7 +2,12 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
-import { createLevelThreadStore, type LevelThreadStore, type LevelThreadStoreOptions } from "../src/index.js";
+import {
+  createLevelThreadStore,
+  type LevelThreadStore,
+  type LevelThreadStoreOptions,
+  type TaskRecord,
+} from "../src/index.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -29,6 +34,17 @@ export async function openStore(
 
 export const bytes = (...values: number[]) => new Uint8Array(values);
 export const text = (value: string) => new TextEncoder().encode(value);
+
+// lf.a2a.v1.TaskState: 1 SUBMITTED, 2 WORKING, 3 COMPLETED, 4 FAILED, 5 CANCELED, 6 INPUT_REQUIRED, 7 REJECTED.
+export const task = (taskId: string, over: Partial<TaskRecord> = {}): TaskRecord => ({
+  tenant: "acme",
+  taskId,
+  contextId: "ctx",
+  state: 2,
+  updatedAt: 1000,
+  payload: text(taskId),
+  ...over,
+});
 
 /** A settable clock, so time-dependent behaviour is tested without waiting. */
 export function manualClock(start = 1_700_000_000_000) {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ThreadKey } from "../src/index.js";
-import { RecentTails } from "../src/recent-tails.js";
+import { RecentTails } from "../src/level/recent-tails.js";
 import { openStore, text } from "./helpers.js";
 
 const stored = (sequence: number, size = 10) => ({

@@ -1,17 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { TaskRecord } from "../src/index.js";
-import { bytes, openStore, text } from "./helpers.js";
-
-// lf.a2a.v1.TaskState: 1 SUBMITTED, 2 WORKING, 3 COMPLETED, 4 FAILED, 5 CANCELED, 6 INPUT_REQUIRED, 7 REJECTED.
-const task = (taskId: string, over: Partial<TaskRecord> = {}): TaskRecord => ({
-  tenant: "acme",
-  taskId,
-  contextId: "ctx",
-  state: 2,
-  updatedAt: 1000,
-  payload: text(taskId),
-  ...over,
-});
+import { bytes, openStore, task, text } from "./helpers.js";
 
 describe("tasks", () => {
   it("upserts, reads back byte-exact and moves index entries on update", async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
-import type { StoreBackend } from "../types.js";
+import type { ReplicaBackend } from "../types.js";
 import { migrate } from "./migrations.js";
 import { createPgEventLog } from "./pg-event-log.js";
 import { createPgLeases } from "./pg-leases.js";
@@ -24,7 +24,7 @@ export interface PostgresBackendOptions {
   readonly onError?: (error: Error) => void;
 }
 
-export interface PostgresBackend extends StoreBackend {
+export interface PostgresBackend extends ReplicaBackend {
   readonly kind: "postgres";
   readonly pool: pg.Pool;
   readonly listener: PgListener;

@@ -1,10 +1,12 @@
 import type pg from "pg";
-import { abortPromise, checkAfterSeq, checkEventBatch } from "../events/check-events.js";
-import { checkId } from "../ids.js";
+import { checkLimit } from "../core/checks.js";
+import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
+import { fencedError } from "../core/fences.js";
+import { checkId } from "../core/ids.js";
 import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
-import { asBuffer, asBytes, taskKeyOf, threadKeyOf } from "./keys.js";
+import { asBuffer, asBytes, taskKeyOf, threadKeyOf } from "./pg-keys.js";
 import { eventChannel, type PgListener } from "./pg-listener.js";
-import { isUniqueViolation } from "./pg-thread-store.js";
+import { isUniqueViolation } from "./pg-transaction.js";
 
 export interface PgEventLogOptions {
   readonly pool: pg.Pool;
@@ -122,10 +124,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       }
       const row = rows[0]!;
       if (row.fenced) {
-        throw new StoreError(
-          "FENCED",
-          `lease token ${fence.token} of task ${fence.taskId} is no longer the live lease of context ${JSON.stringify(fence.key.contextId)}`,
-        );
+        throw fencedError(fence);
       }
       if (Number(row.inserted) !== events.length) {
         throw new StoreError("CORRUPT", `events of task ${taskId} must continue the log at seq ${first}; it does not`);
@@ -135,8 +134,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
     async read(tenant, taskId, afterSeq, limit) {
       open("read");
       checkAfterSeq(afterSeq);
-      if (!Number.isSafeInteger(limit) || limit < 1)
-        throw new RangeError(`limit must be an integer >= 1, got ${limit}`);
+      checkLimit("limit", limit);
       return read(taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId)), afterSeq, limit);
     },
 

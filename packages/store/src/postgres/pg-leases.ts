@@ -1,6 +1,6 @@
 import type pg from "pg";
-import { checkId } from "../ids.js";
-import { checkTtl } from "../leases/ttl.js";
+import { checkId } from "../core/ids.js";
+import { checkTtl } from "../core/lease-checks.js";
 import {
   type ContextLeases,
   type ExpiredLease,
@@ -9,7 +9,7 @@ import {
   StoreError,
   type ThreadKey,
 } from "../types.js";
-import { idBytes, idText, threadKeyOf } from "./keys.js";
+import { idBytes, idText, threadKeyOf } from "./pg-keys.js";
 import { controlChannel, type PgListener } from "./pg-listener.js";
 
 export interface PgLeasesOptions {

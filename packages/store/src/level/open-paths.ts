@@ -1,5 +1,5 @@
 import { mkdir, realpath } from "node:fs/promises";
-import { StoreError } from "./types.js";
+import { StoreError } from "../types.js";
 
 // Kept on globalThis under a registered symbol so that two copies of this
 // module (e.g. src and dist loaded side by side) still share one registry.

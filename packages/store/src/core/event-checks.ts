@@ -1,5 +1,5 @@
-import { checkId } from "../ids.js";
 import { StoreError, type TaskEvent } from "../types.js";
+import { checkId } from "./ids.js";
 
 /** Validates a batch: consecutive seqs starting right after `last`, byte payloads. */
 export function checkEventBatch(taskId: string, events: readonly TaskEvent[], last: number): void {

@@ -1,4 +1,4 @@
-import { idLimits, StoreError } from "./types.js";
+import { idLimits, StoreError } from "../types.js";
 
 export type IdKind = keyof typeof idLimits;
 

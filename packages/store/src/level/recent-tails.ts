@@ -1,4 +1,4 @@
-import type { StoredMessage } from "./types.js";
+import type { StoredMessage } from "../types.js";
 
 /**
  * The newest messages of recently used threads, so the history read at the

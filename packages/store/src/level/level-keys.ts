@@ -1,0 +1,81 @@
+/*
+ * Key layout of the LevelDB backend.
+ *
+ * Every key is binary; `H(...)` is SHA-256 over a domain tag and the fields,
+ * each written as u32 big-endian length + UTF-8 bytes (see core/digests.ts);
+ * numbers are u64 big-endian; `inv(t)` is MAX_SAFE_INTEGER - t so that
+ * ascending key order is newest first:
+ *
+ *   parley:v1:t: th                       thread meta (original tenant + contextId, times, counts)
+ *   parley:v1:m: th seq                   one message (header + raw payload bytes)
+ *   parley:v1:i: th H(messageId)          [(seq, SHA-256 of payload)...] of messages with that id (retries)
+ *   parley:v1:l: H(tenant) inv(updated) th   listThreads index, newest first
+ *   parley:v1:u: updated th               sweepThreads index, oldest first
+ *   parley:v1:x: th                       a deletion that must be finished (crash-safe purge)
+ *   parley:v1:k: tk                       task record
+ *   parley:v1:d: H(tenant) inv(updated) taskId   listTasks index per tenant (value: state, th)
+ *   parley:v1:c: th inv(updated) taskId   listTasks index per context (value: state)
+ *   parley:v1:r: tk                       tasks in a non-terminal state
+ *   parley:v1:p: tk H(configId)           push notification config
+ *
+ * with th = H("parley.thread.v1", tenant, contextId) and
+ *      tk = H("parley.task.v1", tenant, taskId).
+ *
+ * Why versioned: a future layout gets its own prefix and migrates explicitly;
+ * nothing outside `parley:v1:` is ever read, so keys left by older layouts or
+ * other tools (sanitised names, digests under another prefix) cannot be
+ * mistaken for a thread. Lookups go through exact keys and indexes written in
+ * the same batch as the data, and every record carries its original ids,
+ * which are compared on read; a record without a valid meta is never loaded.
+ *
+ * Why length-prefixed: plain concatenation is ambiguous ("tenant/a"+"b" vs
+ * "tenant"+"/ab"), and sanitising ("tenant/a" -> "tenanta") is many-to-one;
+ * both let two conversations share one history. Length-prefixed fields under
+ * a domain tag are injective, so only a SHA-256 collision could merge them.
+ *
+ * Why never a path: ids are caller-controlled text (`../x`, NUL, NFC vs NFD,
+ * case variants). They are only hashed and stored as record data, so no id
+ * reaches the filesystem, and distinct strings stay distinct, byte for byte.
+ */
+import type { Level } from "level";
+import { concatBytes, encodeUtf8, u64 } from "../core/bytes.js";
+import { MAX_TIME } from "../core/checks.js";
+
+function table(name: string): Uint8Array {
+  return encodeUtf8(`parley:v1:${name}:`);
+}
+export const T_META = table("t");
+export const T_MESSAGE = table("m");
+export const T_MESSAGE_ID = table("i");
+export const T_THREADS_BY_TENANT = table("l");
+export const T_THREADS_BY_UPDATED = table("u");
+export const T_PURGE = table("x");
+export const T_TASK = table("k");
+export const T_TASKS_BY_TENANT = table("d");
+export const T_TASKS_BY_CONTEXT = table("c");
+export const T_TASKS_UNFINISHED = table("r");
+export const T_PUSH = table("p");
+
+export const SEQ_BYTES = 8;
+/** How many keys one range delete or multi-get handles at a time. */
+export const PURGE_CHUNK = 1000;
+export const EMPTY = new Uint8Array(0);
+
+export type Db = Level<Uint8Array, Uint8Array>;
+export type Snapshot = ReturnType<Db["snapshot"]>;
+export type BatchOp = { type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array };
+
+export const key = (...parts: Uint8Array[]) => concatBytes(parts);
+export const inv = (time: number) => u64(MAX_TIME - time);
+
+/** The smallest key greater than every key starting with `prefix`. */
+export function prefixEnd(prefix: Uint8Array): Uint8Array {
+  const end = prefix.slice();
+  for (let i = end.length - 1; i >= 0; i--) {
+    if (end[i]! < 0xff) {
+      end[i]! += 1;
+      return end.subarray(0, i + 1);
+    }
+  }
+  throw new RangeError("a prefix of only 0xff bytes has no end");
+}

@@ -1,0 +1,142 @@
+// The record encodings of the LevelDB backend: thread metas, messages, message-id lists, tasks, push configs.
+import { ByteReader, concatBytes, encodeUtf8, lengthPrefixed, readU64, toHex, u32, u64 } from "../core/bytes.js";
+import { provenanceByCode, provenanceCodes } from "../core/checks.js";
+import { HASH_BYTES } from "../core/digests.js";
+import { type PushConfigRecord, type StoredMessage, StoreError, type TaskRecord, type ThreadMeta } from "../types.js";
+import { key, SEQ_BYTES } from "./level-keys.js";
+
+const RECORD_VERSION = 1;
+
+export function encodeMeta(meta: ThreadMeta): Uint8Array {
+  return key(
+    Uint8Array.of(RECORD_VERSION),
+    u64(meta.createdAt),
+    u64(meta.updatedAt),
+    u64(meta.messageCount),
+    u64(meta.lastSequence),
+    lengthPrefixed([encodeUtf8(meta.tenant), encodeUtf8(meta.contextId)]),
+  );
+}
+
+export function decodeMeta(bytes: Uint8Array): ThreadMeta {
+  const r = new ByteReader(bytes);
+  if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+  const createdAt = r.u64();
+  const updatedAt = r.u64();
+  const messageCount = r.u64();
+  const lastSequence = r.u64();
+  const tenant = r.string();
+  const contextId = r.string();
+  r.end();
+  return { tenant, contextId, createdAt, updatedAt, messageCount, lastSequence };
+}
+
+export function encodeMessage(m: StoredMessage): Uint8Array {
+  const taskPart =
+    m.taskId === undefined ? Uint8Array.of(0) : key(Uint8Array.of(1), lengthPrefixed([encodeUtf8(m.taskId)]));
+  return key(
+    Uint8Array.of(RECORD_VERSION, provenanceCodes[m.provenance]),
+    u64(m.createdAt),
+    lengthPrefixed([encodeUtf8(m.messageId)]),
+    taskPart,
+    m.payload,
+  );
+}
+
+export function decodeMessage(sequence: number, bytes: Uint8Array): StoredMessage {
+  const r = new ByteReader(bytes);
+  if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+  const provenance = provenanceByCode.get(r.u8());
+  if (provenance === undefined) throw new RangeError("unknown provenance");
+  const createdAt = r.u64();
+  const messageId = r.string();
+  const hasTask = r.u8();
+  if (hasTask > 1) throw new RangeError("bad task flag");
+  const taskId = hasTask === 1 ? r.string() : undefined;
+  const payload = r.rest();
+  return taskId === undefined
+    ? { sequence, messageId, provenance, payload, createdAt }
+    : { sequence, messageId, provenance, taskId, payload, createdAt };
+}
+
+export interface MessageIdEntry {
+  readonly sequence: number;
+  readonly digest: Uint8Array;
+}
+
+const ID_ENTRY_BYTES = SEQ_BYTES + HASH_BYTES;
+
+export function encodeMessageIdEntries(entries: readonly MessageIdEntry[]): Uint8Array {
+  return concatBytes(entries.flatMap((e) => [u64(e.sequence), e.digest]));
+}
+
+/**
+ * Entries above the thread's lastSequence are dropped: the meta is the commit
+ * point, so they cannot belong to this thread's messages.
+ */
+export function decodeMessageIdEntries(
+  k: Uint8Array,
+  raw: Uint8Array | undefined,
+  lastSequence: number,
+): MessageIdEntry[] {
+  if (raw === undefined) return [];
+  return decodeOrCorrupt("messageId index", k, () => {
+    if (raw.length % ID_ENTRY_BYTES !== 0) throw new RangeError("length is not a whole number of entries");
+    const entries: MessageIdEntry[] = [];
+    for (let at = 0; at < raw.length; at += ID_ENTRY_BYTES) {
+      const sequence = readU64(raw, at);
+      if (sequence <= lastSequence) {
+        entries.push({ sequence, digest: raw.slice(at + SEQ_BYTES, at + ID_ENTRY_BYTES) });
+      }
+    }
+    return entries;
+  });
+}
+
+export function encodeTask(t: TaskRecord): Uint8Array {
+  return key(
+    Uint8Array.of(RECORD_VERSION),
+    u32(t.state),
+    u64(t.updatedAt),
+    lengthPrefixed([encodeUtf8(t.tenant), encodeUtf8(t.taskId), encodeUtf8(t.contextId)]),
+    t.payload,
+  );
+}
+
+export function decodeTask(bytes: Uint8Array): TaskRecord {
+  const r = new ByteReader(bytes);
+  if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+  const state = r.u32();
+  const updatedAt = r.u64();
+  const tenant = r.string();
+  const taskId = r.string();
+  const contextId = r.string();
+  return { tenant, taskId, contextId, state, updatedAt, payload: r.rest() };
+}
+
+export function encodePush(c: PushConfigRecord): Uint8Array {
+  return key(
+    Uint8Array.of(RECORD_VERSION),
+    lengthPrefixed([encodeUtf8(c.tenant), encodeUtf8(c.taskId), encodeUtf8(c.configId)]),
+    c.payload,
+  );
+}
+
+export function decodePush(bytes: Uint8Array): PushConfigRecord {
+  const r = new ByteReader(bytes);
+  if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+  const tenant = r.string();
+  const taskId = r.string();
+  const configId = r.string();
+  return { tenant, taskId, configId, payload: r.rest() };
+}
+
+export function decodeOrCorrupt<T>(what: string, k: Uint8Array, decode: () => T): T {
+  try {
+    return decode();
+  } catch (cause) {
+    throw new StoreError("CORRUPT", `${what} at key ${toHex(k)} failed to decode: ${(cause as Error).message}`, {
+      cause,
+    });
+  }
+}

@@ -1,0 +1,158 @@
+// Task records and their three indexes (per tenant, per context, unfinished) in the LevelDB backend.
+import { compareBytes, decodeUtf8, encodeUtf8, toHex, u32, u64 } from "../core/bytes.js";
+import { checkListTasks, checkTask, MAX_TIME } from "../core/checks.js";
+import { cursorKinds, encodeCursor } from "../core/cursors.js";
+import { taskHash, tenantHash, threadHash } from "../core/digests.js";
+import { checkId } from "../core/ids.js";
+import { type ListTasksQuery, StoreError, type TaskPage, type TaskRecord, terminalTaskStates } from "../types.js";
+import { type LevelContext, pointRead, rememberTask, type TaskIndexPosition } from "./level-context.js";
+import {
+  type BatchOp,
+  EMPTY,
+  inv,
+  key,
+  PURGE_CHUNK,
+  prefixEnd,
+  type Snapshot,
+  T_TASK,
+  T_TASKS_BY_CONTEXT,
+  T_TASKS_BY_TENANT,
+  T_TASKS_UNFINISHED,
+} from "./level-keys.js";
+import { decodeOrCorrupt, decodeTask, encodeTask } from "./level-records.js";
+
+/** Runs `write` under the task's lock with the ops that upsert it (old index entries removed first). */
+export function withTask<T>(ctx: LevelContext, task: TaskRecord, write: (ops: BatchOp[]) => Promise<T>): Promise<T> {
+  const tk = taskHash(task.tenant, task.taskId);
+  const tkHex = toHex(tk);
+  return ctx.locks.run(`k:${tkHex}`, async () => {
+    const recordKey = key(T_TASK, tk);
+    let old: TaskIndexPosition | undefined = ctx.taskPositions.get(tkHex);
+    if (!old && !task.created) {
+      const raw = pointRead(ctx, recordKey);
+      old = raw === undefined ? undefined : decodeOrCorrupt("task", recordKey, () => decodeTask(raw));
+    }
+    const taskIdBytes = encodeUtf8(task.taskId);
+    const ops: BatchOp[] = [];
+    if (old) {
+      ops.push({ type: "del", key: key(T_TASKS_BY_TENANT, tenantHash(old.tenant), inv(old.updatedAt), taskIdBytes) });
+      ops.push({
+        type: "del",
+        key: key(T_TASKS_BY_CONTEXT, threadHash(old.tenant, old.contextId), inv(old.updatedAt), taskIdBytes),
+      });
+      ops.push({ type: "del", key: key(T_TASKS_UNFINISHED, tk) });
+    }
+    const th = threadHash(task.tenant, task.contextId);
+    ops.push({ type: "put", key: recordKey, value: encodeTask(task) });
+    ops.push({
+      type: "put",
+      key: key(T_TASKS_BY_TENANT, tenantHash(task.tenant), inv(task.updatedAt), taskIdBytes),
+      value: key(u32(task.state), th),
+    });
+    ops.push({
+      type: "put",
+      key: key(T_TASKS_BY_CONTEXT, th, inv(task.updatedAt), taskIdBytes),
+      value: u32(task.state),
+    });
+    if (!terminalTaskStates.has(task.state)) ops.push({ type: "put", key: key(T_TASKS_UNFINISHED, tk), value: EMPTY });
+    let written: T;
+    try {
+      written = await write(ops);
+    } catch (error) {
+      // The batch may or may not have landed: forget the position and read it next time.
+      ctx.taskPositions.delete(tkHex);
+      throw error;
+    }
+    rememberTask(ctx, tkHex, { tenant: task.tenant, contextId: task.contextId, updatedAt: task.updatedAt });
+    return written;
+  });
+}
+
+export async function putTask(ctx: LevelContext, task: TaskRecord): Promise<void> {
+  checkTask(task);
+  await withTask(ctx, task, ctx.write);
+}
+
+async function readTask(
+  ctx: LevelContext,
+  tenant: string,
+  taskId: string,
+  snapshot?: Snapshot,
+): Promise<TaskRecord | undefined> {
+  const k = key(T_TASK, taskHash(tenant, taskId));
+  const raw = await ctx.db.get(k, { snapshot });
+  if (raw === undefined) return undefined;
+  const task = decodeOrCorrupt("task", k, () => decodeTask(raw));
+  if (task.tenant !== tenant || task.taskId !== taskId) {
+    throw new StoreError("CORRUPT", `task at key ${toHex(k)} belongs to another task`);
+  }
+  return task;
+}
+
+export async function getTask(ctx: LevelContext, tenant: string, taskId: string): Promise<TaskRecord | undefined> {
+  return readTask(ctx, checkId("tenant", tenant), checkId("taskId", taskId));
+}
+
+export async function listTasks(ctx: LevelContext, tenant: string, query: ListTasksQuery): Promise<TaskPage> {
+  const { limit, tag, after: position } = checkListTasks(tenant, query);
+  const { contextId, state, updatedAfter } = query;
+  const prefix =
+    contextId === undefined
+      ? key(T_TASKS_BY_TENANT, tenantHash(tenant))
+      : key(T_TASKS_BY_CONTEXT, threadHash(tenant, contextId));
+  const after = position && key(prefix, position);
+  // updatedAt >= updatedAfter  <=>  inv(updatedAt) <= inv(updatedAfter): an upper key bound.
+  let end = prefixEnd(prefix);
+  if (updatedAfter !== undefined && updatedAfter > 0) {
+    if (updatedAfter > MAX_TIME) return { tasks: [], totalSize: 0 };
+    end = key(prefix, u64(MAX_TIME - Math.ceil(updatedAfter) + 1));
+  }
+  const snapshot = ctx.db.snapshot();
+  try {
+    let totalSize = 0;
+    const page: Uint8Array[] = [];
+    let more = false;
+    // totalSize needs every match, so the whole (index-only) range is walked; records are read for the page only.
+    for await (const [k, v] of ctx.db.iterator({ gte: prefix, lt: end, snapshot })) {
+      if (state !== undefined && new DataView(v.buffer, v.byteOffset, 4).getUint32(0) !== state) continue;
+      totalSize += 1;
+      if (after !== undefined && compareBytes(k, after) <= 0) continue;
+      if (page.length < limit) page.push(k);
+      else more = true;
+    }
+    const tasks: TaskRecord[] = [];
+    for (const k of page) {
+      const taskId = decodeOrCorrupt("task index", k, () => decodeUtf8(k.subarray(prefix.length + 8)));
+      const task = await readTask(ctx, tenant, taskId, snapshot);
+      if (task) tasks.push(task);
+    }
+    if (!more) return { tasks, totalSize };
+    const lastKey = page[page.length - 1]!;
+    return { tasks, totalSize, nextCursor: encodeCursor(cursorKinds.tasks, tag, lastKey.subarray(prefix.length)) };
+  } finally {
+    await snapshot.close();
+  }
+}
+
+export async function listUnfinishedTasks(ctx: LevelContext): Promise<TaskRecord[]> {
+  const snapshot = ctx.db.snapshot();
+  try {
+    const keys = await ctx.db.keys({ gte: T_TASKS_UNFINISHED, lt: prefixEnd(T_TASKS_UNFINISHED), snapshot }).all();
+    const recordKeys = keys.map((k) => key(T_TASK, k.subarray(T_TASKS_UNFINISHED.length)));
+    const tasks: TaskRecord[] = [];
+    for (let i = 0; i < recordKeys.length; i += PURGE_CHUNK) {
+      const chunk = recordKeys.slice(i, i + PURGE_CHUNK);
+      const raws = await ctx.db.getMany(chunk, { snapshot });
+      raws.forEach((raw, j) => {
+        if (raw === undefined) return;
+        const task = decodeOrCorrupt("task", chunk[j]!, () => decodeTask(raw));
+        if (!terminalTaskStates.has(task.state)) tasks.push(task);
+      });
+    }
+    return tasks;
+  } finally {
+    await snapshot.close();
+  }
+}
+
+export const taskJobs = { putTask, getTask, listTasks, listUnfinishedTasks };

@@ -1,0 +1,107 @@
+/*
+ * Deleting threads in the LevelDB backend, one at a time or by age.
+ *
+ * Deletion is two-phase so that it is crash-safe without one huge batch: an
+ * atomic batch removes the meta and the thread indexes and records a purge
+ * marker (the thread is gone from that instant), then the messages and the
+ * messageId index are cleared in ranges, then the marker is removed. Opening
+ * the store finishes any purge a crash interrupted, before the store is used.
+ *
+ * Tasks of the thread are kept: a task has its own lifetime (GetTask and
+ * ListTasks must still answer after a conversation's history is pruned) and
+ * its own retention, and its records reference the contextId only as data.
+ */
+import { u64 } from "../core/bytes.js";
+import { checkThreadKey, checkTime } from "../core/checks.js";
+import { HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
+import type { ThreadKey, ThreadMeta } from "../types.js";
+import { type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
+import {
+  inv,
+  key,
+  PURGE_CHUNK,
+  prefixEnd,
+  T_MESSAGE,
+  T_MESSAGE_ID,
+  T_META,
+  T_PURGE,
+  T_THREADS_BY_TENANT,
+  T_THREADS_BY_UPDATED,
+} from "./level-keys.js";
+import { decodeMeta, decodeOrCorrupt } from "./level-records.js";
+
+/** Deletes a thread whose lock the caller holds. */
+async function deleteLocked(ctx: LevelContext, th: Uint8Array, meta: ThreadMeta): Promise<void> {
+  remember(ctx, th, undefined);
+  const tn = tenantHash(meta.tenant);
+  await ctx.write([
+    { type: "del", key: key(T_META, th) },
+    { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.updatedAt), th) },
+    { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.updatedAt), th) },
+    { type: "put", key: key(T_PURGE, th), value: u64(meta.lastSequence) },
+  ]);
+  await purge(ctx, th);
+}
+
+async function purge(ctx: LevelContext, th: Uint8Array): Promise<void> {
+  for (const prefix of [key(T_MESSAGE, th), key(T_MESSAGE_ID, th)]) {
+    await ctx.db.clear({ gte: prefix, lt: prefixEnd(prefix) });
+  }
+  await ctx.db.del(key(T_PURGE, th), { sync: ctx.sync });
+}
+
+/** Finishes the purges a crash interrupted; run on open, before the store is used. */
+export async function finishPendingPurges(ctx: LevelContext): Promise<void> {
+  const keys = await ctx.db.keys({ gte: T_PURGE, lt: prefixEnd(T_PURGE) }).all();
+  for (const k of keys) {
+    const th = k.slice(T_PURGE.length);
+    await ctx.locks.run(threadLock(th), () => purge(ctx, th));
+  }
+}
+
+export async function deleteThread(
+  ctx: LevelContext,
+  threadKey: ThreadKey,
+): Promise<{ readonly deleted: boolean; readonly messageCount: number }> {
+  const { tenant, contextId } = checkThreadKey(threadKey);
+  const th = threadHash(tenant, contextId);
+  return ctx.locks.run(threadLock(th), async () => {
+    const meta = readMeta(ctx, th, tenant, contextId);
+    if (!meta) return { deleted: false, messageCount: 0 };
+    await deleteLocked(ctx, th, meta);
+    return { deleted: true, messageCount: meta.messageCount };
+  });
+}
+
+export async function sweepThreads(ctx: LevelContext, olderThanMs: number): Promise<number> {
+  checkTime("olderThanMs", olderThanMs);
+  const cutoff = ctx.now() - olderThanMs;
+  if (cutoff <= 0) return 0;
+  let deleted = 0;
+  for (;;) {
+    const keys = await ctx.db
+      .keys({ gte: T_THREADS_BY_UPDATED, lt: key(T_THREADS_BY_UPDATED, u64(cutoff)), limit: PURGE_CHUNK })
+      .all();
+    if (keys.length === 0) return deleted;
+    for (const k of keys) {
+      const th = k.slice(k.length - HASH_BYTES);
+      const gone = await ctx.locks.run(threadLock(th), async () => {
+        const mk = key(T_META, th);
+        const raw = await ctx.db.get(mk);
+        if (raw === undefined) {
+          // A stray index entry (no thread behind it) would otherwise be found by every sweep.
+          await ctx.db.del(k);
+          return false;
+        }
+        const meta = decodeOrCorrupt("thread meta", mk, () => decodeMeta(raw));
+        // Re-checked under the lock: an append may have refreshed the thread since the index was read.
+        if (meta.updatedAt >= cutoff) return false;
+        await deleteLocked(ctx, th, meta);
+        return true;
+      });
+      if (gone) deleted += 1;
+    }
+  }
+}
+
+export const threadDeletes = { deleteThread, sweepThreads };

@@ -1,0 +1,101 @@
+// The LevelDB backend of ThreadStore: opens the directory (one owning process) and runs each job's module under
+// close() tracking. The key layout is described in level-keys.ts.
+import { Level } from "level";
+import { bindJobs } from "../core/bind-jobs.js";
+import { type AppendInput, StoreError, type ThreadKey, type ThreadMeta, type ThreadStore } from "../types.js";
+import { createLevelContext, type LevelContext } from "./level-context.js";
+import type { Db } from "./level-keys.js";
+import { pushConfigJobs } from "./level-push-configs.js";
+import { taskJobs } from "./level-tasks.js";
+import { finishPendingPurges, threadDeletes } from "./level-thread-deletes.js";
+import { threadReads } from "./level-thread-reads.js";
+import { append, importMessages } from "./level-thread-writes.js";
+import { claimPath } from "./open-paths.js";
+
+export interface LevelThreadStoreOptions {
+  /** The database directory; created if missing. */
+  readonly path: string;
+  /**
+   * fsync every write. Without it an acknowledged write survives a crash of
+   * the process (it is in the OS page cache) but not of the machine.
+   */
+  readonly sync?: boolean;
+  /** The clock for createdAt/updatedAt and sweeps; Date.now by default. */
+  readonly now?: () => number;
+}
+
+/** ThreadStore plus helpers meant for tools (imports, benchmarks), not for the request path. */
+export interface LevelThreadStore extends ThreadStore {
+  /**
+   * Appends many messages to one thread in a single atomic batch, without
+   * retry detection (the messageId index is still written, so later appends
+   * recognise retries of imported messages).
+   */
+  importMessages(key: ThreadKey, inputs: readonly AppendInput[]): Promise<ThreadMeta>;
+}
+
+/**
+ * Opens (creating if needed) a LevelDB-backed ThreadStore. Fails with
+ * StoreError LOCKED if another process, or another store in this process,
+ * owns the directory.
+ */
+export async function createLevelThreadStore(options: LevelThreadStoreOptions): Promise<LevelThreadStore> {
+  if (typeof options?.path !== "string" || options.path.length === 0) {
+    throw new TypeError("createLevelThreadStore needs options.path, the database directory");
+  }
+  const claim = await claimPath(options.path);
+  const db: Db = new Level<Uint8Array, Uint8Array>(claim.realPath, { keyEncoding: "view", valueEncoding: "view" });
+  try {
+    await db.open();
+  } catch (cause) {
+    claim.release();
+    const err = cause as { code?: string; cause?: { code?: string } };
+    if (err.code === "LEVEL_LOCKED" || err.cause?.code === "LEVEL_LOCKED") {
+      throw new StoreError("LOCKED", `the database at ${claim.realPath} is locked by another process`, { cause });
+    }
+    throw cause;
+  }
+  const ctx = createLevelContext(db, options.sync === true, options.now ?? Date.now);
+  const store = levelThreadStore(ctx, claim);
+  try {
+    await finishPendingPurges(ctx);
+  } catch (cause) {
+    await store.close();
+    throw cause;
+  }
+  return store;
+}
+
+function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string; release(): void }): LevelThreadStore {
+  const inFlight = new Set<Promise<unknown>>();
+  let closing: Promise<void> | undefined;
+
+  /** Tracks the operation so close() can wait for it; refuses new work once closing. */
+  function op<T>(name: string, work: () => Promise<T>): Promise<T> {
+    if (closing) {
+      return Promise.reject(new StoreError("CLOSED", `${name} called after the store at ${claim.realPath} was closed`));
+    }
+    const p = work();
+    inFlight.add(p);
+    const forget = () => inFlight.delete(p);
+    p.then(forget, forget);
+    return p;
+  }
+
+  const jobs = { append, importMessages, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
+  return {
+    ...bindJobs<Omit<LevelThreadStore, "close">, LevelContext>(ctx, jobs, op),
+    close() {
+      closing ??= (async () => {
+        // Let accepted operations finish (and their batches land) before the handle goes away.
+        await Promise.allSettled([...inFlight]);
+        try {
+          await ctx.db.close();
+        } finally {
+          claim.release();
+        }
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,36 @@
+// Transactions and fence checks of the PostgreSQL backend's writes.
+import type pg from "pg";
+import { fencedError } from "../core/fences.js";
+import type { Fence } from "../types.js";
+import { threadKeyOf } from "./pg-keys.js";
+
+/** Runs `work` in one transaction on one client: pool.query could run each statement on another connection. */
+export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    const result = await work(client);
+    await client.query("COMMIT");
+    return result;
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+// Holding the lease row FOR SHARE until commit makes a takeover (an UPDATE of
+// that row) wait for this write, so a write is either before the takeover or refused.
+const FENCE_SQL =
+  "SELECT 1 FROM parley_context_leases WHERE thread_key = $1 AND token = $2 AND expires_at > now() FOR SHARE";
+
+/** Refuses (FENCED) unless the fence is the live lease of its context, and holds that until the commit. */
+export async function checkFenceInTx(client: pg.PoolClient, fence: Fence): Promise<void> {
+  const held = await client.query(FENCE_SQL, [threadKeyOf(fence.key.tenant, fence.key.contextId), fence.token]);
+  if (held.rowCount === 0) throw fencedError(fence);
+}
+
+export function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown })?.code === "23505";
+}

@@ -1,0 +1,25 @@
+import { afterEach } from "vitest";
+import type { StoreBackend, TaskEvent, ThreadKey } from "../src/index.js";
+import { text } from "./helpers.js";
+
+export const key: ThreadKey = { tenant: "acme", contextId: "ctx-1" };
+export const msg = (id: string, payload: Uint8Array = text(id)) => ({
+  messageId: id,
+  provenance: "user" as const,
+  payload,
+});
+export { task } from "./helpers.js";
+export const event = (seq: number, final = false): TaskEvent => ({ seq, payload: text(`e${seq}`), final });
+
+/** Opens backends for one describe block and closes each after its test. */
+export function openedBackends<B extends StoreBackend>(factory: (options: { now?: () => number }) => Promise<B>) {
+  const opened: B[] = [];
+  afterEach(async () => {
+    while (opened.length > 0) await opened.pop()!.close();
+  });
+  return async (options: { now?: () => number } = {}): Promise<B> => {
+    const backend = await factory(options);
+    opened.push(backend);
+    return backend;
+  };
+}
