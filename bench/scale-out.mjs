@@ -43,7 +43,7 @@ function cpuMsOf(pid) {
 
 async function startServer(storeUrl) {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-scale-"));
-  const child = spawn(process.execPath, [serverBinary, "--port", "0", "--data-dir", dataDir], {
+  const child = spawn(process.execPath, [serverBinary, "--grpc-port", "0", "--data-dir", dataDir], {
     env: {
       PATH: process.env.PATH ?? "",
       PARLEY_LOG_LEVEL: "error",

@@ -12,7 +12,7 @@ import { createParley, loadConfig, openModeTenant } from "@parley/server";
 import { serveControl } from "../lib/child-ipc.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
-// The per-tenant rate limit (on by default) would cap every row at its rate: the benchmark measures the
+// The per-tenant rate limit (on by default with API keys) would cap every row at its rate: the benchmark measures the
 // server, so it is off here unless the caller sets PARLEY_RATE_LIMIT itself. The echo agent gives the
 // anchor's replies: one Message for a send, a task with 8 artifact chunks for a stream, each repeating
 // the new message's text. The history is still read back and framed on every turn.

@@ -1,96 +1,76 @@
 #!/usr/bin/env node
-import { configHelp, createParley, exitOnSignals, loadConfig, type Parley } from "@parley/server";
+import {
+  ConfigError,
+  createParley,
+  exitOnSignals,
+  type LoadedConfig,
+  loadConfig,
+  type Parley,
+  renderHelp,
+  startNotices,
+} from "@parley/server";
 import { type BridgeOptions, createBridge } from "./bridge.js";
 import { createBridgeLogger } from "./logger.js";
 import { agentCardPath, jsonRpcPath } from "./routes.js";
 import { createRemoteUpstream } from "./upstream.js";
 
-const help = `parley-bridge: A2A JSON-RPC 2.0 + SSE (A2A 1.0 and 0.3) in front of Parley.
-
-By default it runs the Parley server in the same process (embedded mode) and
-also serves gRPC/Connect on the server's h2c port.
-
-Usage: parley-bridge [--upstream URL] [server options]
-  --upstream URL   remote mode: forward to a running parley-server (e.g. http://127.0.0.1:8081)
-  --help, -h       this text
-Environment:
-  PORT             JSON-RPC port (default 8080; 0 = any)
-  BRIDGE_HOST      JSON-RPC listen address (default 127.0.0.1)
-  BRIDGE_PUBLIC_URL  base URL the agent cards advertise (default http://HOST:PORT)
-  BRIDGE_KEEPALIVE_MS  SSE keep-alive comment interval (default 15000)
-
-Server options (embedded mode):
-${configHelp}`;
-
-interface BridgeArgs {
-  readonly upstream?: string;
-  readonly help: boolean;
-  /** Everything else, handed to the server's loadConfig. */
-  readonly rest: string[];
+/** Settings a remote-mode bridge uses itself; every other flag would configure a server it does not run. */
+function isRemoteModeSetting(path: string): boolean {
+  return path.startsWith("bridge.") || path === "logLevel";
 }
 
-function splitArgs(argv: readonly string[]): BridgeArgs {
-  let upstream: string | undefined;
-  let showHelp = false;
-  const rest: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === "--help" || arg === "-h") showHelp = true;
-    else if (arg === "--upstream") {
-      upstream = argv[++i];
-      if (upstream === undefined) throw new Error("--upstream needs a URL, e.g. --upstream http://127.0.0.1:8081");
-    } else if (arg.startsWith("--upstream=")) upstream = arg.slice("--upstream=".length);
-    else rest.push(arg);
+function load(): LoadedConfig {
+  const config = loadConfig({ argv: process.argv.slice(2), program: "parley-bridge" });
+  const serverFlags = config.setByFlag.filter((path) => !isRemoteModeSetting(path));
+  if (config.bridge.upstream !== undefined && serverFlags.length > 0) {
+    throw new ConfigError(
+      serverFlags.map((path) => ({
+        path,
+        source: "flags",
+        message: "remote mode (--upstream) runs no server, so it takes no server settings",
+      })),
+    );
   }
-  return { upstream, help: showHelp, rest };
-}
-
-function intEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0)
-    throw new Error(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
-  return n;
+  return config;
 }
 
 async function main(): Promise<void> {
-  let args: BridgeArgs;
-  let config: ReturnType<typeof loadConfig> | undefined;
-  let port: number;
-  let keepAliveMs: number;
+  let config: LoadedConfig;
   try {
-    args = splitArgs(process.argv.slice(2));
-    if (args.help) {
-      process.stdout.write(`${help}\n`);
-      return;
-    }
-    if (args.upstream === undefined) config = loadConfig({ argv: args.rest });
-    else if (args.rest.length > 0) throw new Error(`remote mode takes no server options, got ${args.rest.join(" ")}`);
-    port = intEnv("PORT", 8080);
-    keepAliveMs = intEnv("BRIDGE_KEEPALIVE_MS", 15_000);
+    config = load();
   } catch (error) {
-    process.stderr.write(`parley-bridge: ${(error as Error).message}\n\nRun parley-bridge --help for the options.\n`);
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`parley-bridge: ${error.message}\nRun parley-bridge --help for every setting.\n`);
     process.exit(2);
   }
-  const logger = createBridgeLogger(config?.logLevel ?? process.env.PARLEY_LOG_LEVEL ?? "info");
-  const host = process.env.BRIDGE_HOST || "127.0.0.1";
-  const publicUrl = process.env.BRIDGE_PUBLIC_URL || undefined;
+  if (config.help) {
+    process.stdout.write(`${renderHelp("parley-bridge")}\n`);
+    return;
+  }
+  const logger = createBridgeLogger(config.logLevel);
+  const { upstream } = config.bridge;
+  const bridgeOptions = {
+    host: config.bridge.host,
+    port: config.bridge.port,
+    keepAliveMs: config.bridge.keepAliveMs,
+    ...(config.bridge.publicUrl ? { publicUrl: config.bridge.publicUrl } : {}),
+    logger,
+  };
 
   let parley: Parley | undefined;
-  let upstream: Pick<BridgeOptions, "upstream" | "cards" | "grpcAddress">;
+  let connection: Pick<BridgeOptions, "upstream" | "cards" | "grpcAddress">;
   let closeUpstream = () => {};
-  if (config) {
+  if (upstream === undefined) {
     parley = await createParley(config, { logger: logger.child({ component: "server" }) });
     const { address } = await parley.listen();
-    upstream = { upstream: parley.inProcessTransport(), cards: parley, grpcAddress: address };
+    connection = { upstream: parley.inProcessTransport(), cards: parley, grpcAddress: address };
   } else {
-    const remote = createRemoteUpstream(args.upstream!);
+    const remote = createRemoteUpstream(upstream);
     closeUpstream = () => remote.close();
-    upstream = { upstream: remote.transport, cards: remote.cards, grpcAddress: new URL(args.upstream!).host };
+    connection = { upstream: remote.transport, cards: remote.cards, grpcAddress: new URL(upstream).host };
   }
-  const { grpcAddress } = upstream;
-  const bridge = await createBridge({ ...upstream, host, port, publicUrl, keepAliveMs, logger });
+  const { grpcAddress } = connection;
+  const bridge = await createBridge({ ...connection, ...bridgeOptions });
 
   const cardUrl = new URL(agentCardPath.slice(1), bridge.url).href;
   const example = JSON.stringify({
@@ -99,12 +79,16 @@ async function main(): Promise<void> {
     method: "SendMessage",
     params: { message: { messageId: "m1", role: "ROLE_USER", parts: [{ text: "hello" }] } },
   });
+  // In remote mode the server's own start line says how it is protected.
+  const notices = parley ? startNotices(config, config.notices, logger) : [];
+  // Before the banner: a supervisor may send SIGTERM as soon as it reads the ready line.
+  exitOnSignals(logger, () => bridge.close().then(() => (parley ? parley.close() : closeUpstream())));
   process.stdout.write(
     [
-      `parley-bridge (${parley ? "embedded" : `remote: ${args.upstream}`})`,
-      `  JSON-RPC    ${bridge.url}`,
+      `parley-bridge (${parley ? "embedded" : `remote: ${upstream}`})`,
+      `  JSON-RPC    ${bridge.url}   (--port / PORT, --host / BRIDGE_HOST)`,
       `  agent card  ${cardUrl}`,
-      `  gRPC        ${grpcAddress}`,
+      `  gRPC        ${grpcAddress}   (${parley ? "--grpc-port / PARLEY_GRPC_PORT, --grpc-host / PARLEY_HOST" : "--upstream"})`,
       ...(parley && parley.agentNames().length > 1
         ? [
             `  agents      ${parley
@@ -113,12 +97,11 @@ async function main(): Promise<void> {
               .join(" ")}`,
           ]
         : []),
+      ...notices.map((n) => `  ${n}`),
       `Try: curl -s ${bridge.url} -H 'content-type: application/json' -H 'A2A-Version: 1.0' -d '${example}'`,
       "",
     ].join("\n"),
   );
-
-  exitOnSignals(logger, () => bridge.close().then(() => (parley ? parley.close() : closeUpstream())));
 }
 
 main().catch((error: unknown) => {

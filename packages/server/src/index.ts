@@ -11,11 +11,24 @@ export { createEchoAgent, type EchoAgentOptions } from "./agents/echo-agent.js";
 export { createOpenAIAgent, type OpenAIAgentOptions } from "./agents/openai-agent.js";
 export {
   type AgentConfig,
+  agentShortcuts,
+  ConfigError,
+  type ConfigProblem,
   configHelp,
   defaultConfig,
+  type LoadConfigOptions,
+  type LoadedConfig,
   loadConfig,
   type ParleyConfig,
   type PeerConfig,
+  type Program,
+  parleyConfigSchema,
+  renderConfigTable,
+  renderHelp,
+  type SettingInfo,
+  type SettingMeta,
+  settingList,
+  settings,
 } from "./config.js";
 export {
   type Caller,
@@ -38,6 +51,7 @@ export {
   errorReasons,
   parleyErrorDomain,
 } from "./errors.js";
+export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
 export { createLogger, type Logger } from "./logger.js";
 export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
 export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";
@@ -59,3 +73,4 @@ export {
 } from "./sessions/silence.js";
 export { guardSessionSteps, stepOutcomeArtifactId } from "./sessions/step-guard.js";
 export { exitOnSignals } from "./shutdown.js";
+export { openModeWarning, startNotices } from "./start-notices.js";

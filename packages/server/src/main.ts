@@ -1,15 +1,17 @@
 #!/usr/bin/env node
-import { configHelp, loadConfig } from "./config.js";
+import { ConfigError, configHelp, type LoadedConfig, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
 import { createParley } from "./parley.js";
 import { exitOnSignals } from "./shutdown.js";
+import { startNotices } from "./start-notices.js";
 
 async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>;
+  let config: LoadedConfig;
   try {
-    config = loadConfig({ argv: process.argv.slice(2) });
+    config = loadConfig({ argv: process.argv.slice(2), program: "parley-server" });
   } catch (error) {
-    process.stderr.write(`parley-server: ${(error as Error).message}\n\n${configHelp}\n`);
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`parley-server: ${error.message}\nRun parley-server --help for every setting.\n`);
     process.exit(2);
   }
   if (config.help) {
@@ -19,15 +21,16 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const parley = await createParley(config, { logger });
   const { address } = await parley.listen();
-  if (Object.keys(config.apiKeys).length === 0) {
-    logger.warn(
-      "open mode: no API keys configured, every caller is tenant 'default' (set PARLEY_API_KEYS to require keys)",
-    );
-  }
-  process.stdout.write(
-    `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over h2c); data in ${config.dataDir}; agents: ${parley.agentNames().join(", ")}\n`,
-  );
+  const notices = startNotices(config, config.notices, logger);
+  // Before the banner: a supervisor may send SIGTERM as soon as it reads the ready line.
   exitOnSignals(logger, () => parley.close());
+  process.stdout.write(
+    [
+      `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over h2c); data in ${config.storeUrl ? "PostgreSQL" : config.dataDir}; agents: ${parley.agentNames().join(", ")}`,
+      ...notices.map((n) => `  ${n}`),
+      "",
+    ].join("\n"),
+  );
 }
 
 main().catch((error: unknown) => {

@@ -171,10 +171,10 @@ describe("the echo agent's reply modes", () => {
 
   it("refuses an unknown reply mode when the server is configured", () => {
     expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "sometimes" } })).toThrow(
-      /PARLEY_ECHO_REPLY must be one of task, message, auto, got "sometimes"/,
+      /PARLEY_ECHO_REPLY = "sometimes" \(environment PARLEY_ECHO_REPLY\).*allowed: one of task, message, auto/,
     );
     expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_INPUT: "history" } })).toThrow(
-      /PARLEY_ECHO_INPUT must be one of framed, text, got "history"/,
+      /PARLEY_ECHO_INPUT = "history" \(environment PARLEY_ECHO_INPUT\).*allowed: one of framed, text/,
     );
     const config = loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "auto", PARLEY_ECHO_INPUT: "text" } });
     expect(config.agents.find((a) => a.type === "echo")?.options).toMatchObject({ reply: "auto", input: "text" });

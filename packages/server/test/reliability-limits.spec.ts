@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultConfig, messageText } from "../src/index.js";
+import { defaultConfig, messageText, rateLimitPolicy } from "../src/index.js";
 import { startTestServer, type TestServer, userMessage } from "./harness.js";
 
 async function failure(call: Promise<unknown> | (() => Promise<unknown>)): Promise<ConnectError> {
@@ -23,8 +23,12 @@ function textMessage(parts: string[]) {
 }
 
 describe("limits are on by default", () => {
-  it("ships a non-zero default for every limit, the rate limit included", () => {
-    for (const [name, value] of Object.entries(defaultConfig.limits)) expect(value, name).toBeGreaterThan(0);
+  it("ships a non-zero default for every limit, and a rate limit once API keys name tenants", () => {
+    const { requestsPerSecondPerTenant, ...others } = defaultConfig.limits;
+    for (const [name, value] of Object.entries(others)) expect(value, name).toBeGreaterThan(0);
+    // Unset by default: rateLimitPolicy gives 200/s per tenant with API keys and none in open mode (one tenant).
+    expect(requestsPerSecondPerTenant).toBeUndefined();
+    expect(rateLimitPolicy({ ...defaultConfig, apiKeys: { k: "t" } }).ratePerSecond).toBeGreaterThan(0);
     expect(defaultConfig.history.maxMessages).toBeGreaterThan(0);
     expect(defaultConfig.history.maxChars).toBeGreaterThan(0);
   });

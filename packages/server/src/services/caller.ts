@@ -5,6 +5,7 @@ import { A2AService, ErrorInfoSchema } from "@parley/proto";
 import type { ParleyConfig } from "../config.js";
 import type { Caller } from "../engine/engine.js";
 import { createTypedError } from "../errors.js";
+import { rateLimitPolicy } from "../limits/rate-limit-policy.js";
 import { createRateLimiter } from "../limits/rate-limiter.js";
 
 /** The tenant every caller belongs to in open mode (no API keys configured). */
@@ -87,7 +88,7 @@ async function* boundStreamErrors<T>(messages: AsyncIterable<T>): AsyncIterable<
 export function createCallerInterceptor(config: ParleyConfig, agentNames: readonly string[]): Interceptor {
   const openMode = Object.keys(config.apiKeys).length === 0;
   const defaultAgent = agentNames[0]!;
-  const { requestsPerSecondPerTenant: rate, requestBurstPerTenant: burst } = config.limits;
+  const { ratePerSecond: rate, burst } = rateLimitPolicy(config);
   const limiter = createRateLimiter({ ratePerSecond: rate, burst });
   const intercept: Interceptor = (next) => async (req) => {
     let tenant = openModeTenant;

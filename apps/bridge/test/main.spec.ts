@@ -1,0 +1,74 @@
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { renderHelp, settingList } from "@parley/server";
+import { afterAll, describe, expect, it } from "vitest";
+
+// The real parley-bridge command, through the committed entry npm links into node_modules/.bin.
+const bridgeBin = fileURLToPath(new URL("../bin/parley-bridge.js", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "parley-bridge-main-"));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const child of children) child.kill("SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function bridge(args: string[], env: Record<string, string> = {}) {
+  const run = spawnSync(process.execPath, [bridgeBin, ...args], {
+    encoding: "utf8",
+    env: { PATH: process.env.PATH ?? "", ...env },
+    timeout: 30_000,
+  });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe("parley-bridge", () => {
+  it("--help lists every setting, the bridge's own included, from the schema", () => {
+    const run = bridge(["--help"]);
+    expect(run.status).toBe(0);
+    expect(run.stdout).toBe(`${renderHelp("parley-bridge")}\n`);
+    for (const s of settingList) expect(run.stdout).toContain(`  ${s.path}`);
+    expect(run.stdout).toContain("  bridge.port  PORT  --port");
+    expect(run.stdout).toContain("  port  PARLEY_GRPC_PORT  --grpc-port");
+  });
+
+  it("refuses a bad file, variable or remote-mode flag, naming it", () => {
+    const typo = join(dir, "typo.json");
+    writeFileSync(typo, JSON.stringify({ histroy: {}, limits: { maxMessageBytes: "lots" } }));
+    const bad = bridge(["--config", typo], { BRIDGE_KEEPALIVE_MS: "soon" });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toContain("invalid configuration (3 problems)");
+    expect(bad.stderr).toContain(`histroy = {} (config file ${typo}): unknown key`);
+    expect(bad.stderr).toContain(`limits.maxMessageBytes = "lots" (config file ${typo})`);
+    expect(bad.stderr).toContain('bridge.keepAliveMs = "soon" (environment BRIDGE_KEEPALIVE_MS)');
+    const remote = bridge(["--upstream", "http://127.0.0.1:1", "--grpc-port", "9"]);
+    expect(remote.status).toBe(2);
+    expect(remote.stderr).toContain("port (flags): remote mode (--upstream) runs no server");
+  });
+
+  it("starts embedded on both ports and says it runs in open mode without a rate limit", async () => {
+    const child = spawn(process.execPath, [bridgeBin, "--port", "0", "--grpc-port", "0", "--data-dir", dir], {
+      env: { PATH: process.env.PATH ?? "", PARLEY_LOG_LEVEL: "silent" },
+      cwd: dir,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    children.push(child);
+    let stdout = "";
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on("data", (chunk: Buffer) => {
+        stdout += chunk.toString();
+        if (stdout.includes("Try: ")) resolve();
+      });
+      child.once("exit", (code) => reject(new Error(`parley-bridge exited with ${code}: ${stdout}`)));
+    });
+    expect(stdout).toMatch(/JSON-RPC {4}http:\/\/127\.0\.0\.1:\d+\/ {3}\(--port \/ PORT/);
+    expect(stdout).toMatch(/gRPC {8}127\.0\.0\.1:\d+ {3}\(--grpc-port \/ PARLEY_GRPC_PORT/);
+    expect(stdout).toContain("warning: open mode: no API keys configured, every caller is tenant 'default'");
+    expect(stdout).toContain("no per-tenant rate limit (open mode has one tenant");
+    const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+  });
+});

@@ -1,0 +1,277 @@
+import { z } from "zod";
+
+/**
+ * The one definition of every setting of parley-server and parley-bridge: its
+ * type and range (zod), its default, and, in `settings`, what it does and which
+ * environment variable and flag set it. The loader, the error messages, the
+ * help text and the README's configuration table are all derived from here.
+ *
+ * To add a setting: add a field to the right section below, wrapped in
+ * `setting(schema.default(value), { description, env?, flag? })`, then run
+ * `npm run docs:config` so the README table follows (a test compares them).
+ */
+export interface SettingMeta {
+  /** What the setting does, one line, for the help text and the README table. */
+  readonly description: string;
+  /** The environment variable that sets it. */
+  readonly env?: string;
+  /** The command-line flag that sets it, without the leading "--". */
+  readonly flag?: string;
+  /** What values are allowed, when the type and range alone do not say it (a URL, a map). */
+  readonly allowed?: string;
+  /** Read by parley-bridge only; parley-server accepts the key in a shared file and ignores it. */
+  readonly bridgeOnly?: boolean;
+}
+
+export const settings = z.registry<SettingMeta>();
+
+function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
+  settings.add(schema, meta);
+  return schema;
+}
+
+/** setTimeout's largest delay; a longer one would fire at once. */
+const maxTimerMs = 2_147_483_647;
+const millis = (min: number) => z.int().min(min).max(maxTimerMs);
+const port = z.int().min(0).max(65_535);
+// A section may be left out of the file: its keys then take their defaults (every key has one).
+const section = <S extends z.core.$ZodLooseShape>(shape: S) => z.strictObject(shape).prefault({} as never);
+
+export const agentTypes = ["echo", "openai", "a2a", "conformance", "script"] as const;
+export const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+
+export const agentSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/i, "an agent name is 1-64 of [A-Za-z0-9._-], starting with a letter or digit"),
+  type: z.enum(agentTypes),
+  description: z.string().optional(),
+  /** Type-specific settings (see each agent's factory in agents/create-agents.ts). */
+  options: z.record(z.string(), z.unknown()).optional(),
+});
+
+export const peerSchema = z.strictObject({
+  name: z.string().min(1),
+  /** JSON-RPC: an http(s) URL; gRPC: http://host:port with protocol "grpc". */
+  url: z.url({ protocol: /^https?$/ }),
+  protocol: z.enum(["jsonrpc", "grpc"]).default("jsonrpc"),
+  token: z.string().optional(),
+  description: z.string().optional(),
+});
+
+export const defaultAgent = {
+  name: "echo",
+  type: "echo",
+  description: "Replies with exactly the input it was given",
+} as const satisfies z.input<typeof agentSchema>;
+
+export const parleyConfigSchema = z
+  .strictObject({
+    host: setting(z.string().min(1).default("127.0.0.1"), {
+      description: "listen address of the h2c port (gRPC, Connect, gRPC-Web)",
+      env: "PARLEY_HOST",
+      flag: "grpc-host",
+    }),
+    port: setting(port.default(8081), {
+      description: "h2c port for gRPC, Connect and gRPC-Web (0 = any free port)",
+      env: "PARLEY_GRPC_PORT",
+      flag: "grpc-port",
+    }),
+    dataDir: setting(z.string().min(1).default("./data"), {
+      description: "LevelDB directory (when storeUrl is empty)",
+      env: "PARLEY_DATA_DIR",
+      flag: "data-dir",
+    }),
+    storeUrl: setting(
+      z
+        .string()
+        .regex(/^(postgres(ql)?:\/\/.+)?$/i, "expected a postgres:// URL, or empty for LevelDB in dataDir")
+        .default(""),
+      {
+        description: "postgres://... : replicas share that database (leases, event logs); empty: LevelDB in dataDir",
+        env: "PARLEY_STORE_URL",
+        flag: "store-url",
+        allowed: "a postgres:// or postgresql:// URL, or empty",
+      },
+    ),
+    scaleOut: section({
+      leaseTtlMs: setting(millis(300).default(15_000), {
+        description: "context lease lifetime; a replica that stops renewing loses its tasks after this long",
+        env: "PARLEY_LEASE_TTL_MS",
+      }),
+      sweepIntervalMs: setting(millis(1).default(2_000), {
+        description: "how often each replica looks for expired leases to take over",
+        env: "PARLEY_SWEEP_MS",
+      }),
+      eventRetentionMs: setting(millis(1).default(600_000), {
+        description: "how long a finished task's events stay resumable",
+      }),
+    }),
+    agents: setting(z.array(agentSchema).min(1).default([defaultAgent]), {
+      description: `hosted agents, the first is the default: [{ "name", "type": ${agentTypes.join("|")}, "description"?, "options"? }]`,
+      allowed: "a non-empty list of agents with distinct names",
+    }),
+    peers: setting(z.array(peerSchema).default([]), {
+      description: 'remote A2A agents: [{ "name", "url", "protocol": jsonrpc|grpc, "token"?, "description"? }]',
+      allowed: "a list of peers with an http(s) url each",
+    }),
+    apiKeys: setting(z.record(z.string().min(1), z.string().min(1)).default({}), {
+      description: 'bearer API key -> tenant; empty: open mode, every caller is tenant "default"',
+      env: "PARLEY_API_KEYS",
+      allowed: '{ "key": "tenant" } (environment: "key=tenant,key2=tenant2")',
+    }),
+    history: section({
+      maxMessages: setting(z.int().min(0).default(20), {
+        description: "earlier messages read back into the agent's input per turn",
+        env: "PARLEY_HISTORY_MESSAGES",
+      }),
+      maxChars: setting(z.int().min(1).default(12_000), {
+        description: "character budget of the history block; the oldest messages are dropped first",
+        env: "PARLEY_HISTORY_CHARS",
+      }),
+    }),
+    limits: section({
+      maxMessageBytes: setting(
+        z
+          .int()
+          .min(1)
+          .max(2 ** 30)
+          .default(1024 * 1024),
+        { description: "largest request message in bytes, on every protocol" },
+      ),
+      maxPartsPerMessage: setting(z.int().min(1).default(64), { description: "most parts in one message" }),
+      maxTextChars: setting(
+        z
+          .int()
+          .min(1)
+          .default(256 * 1024),
+        { description: "largest text part, in characters" },
+      ),
+      agentStepTimeoutMs: setting(millis(1).default(120_000), {
+        description: "how long one agent step (one reply) may take",
+        env: "PARLEY_STEP_TIMEOUT_MS",
+      }),
+      maxOpenStreamsPerTenant: setting(z.int().min(1).default(1_000), {
+        description: "open streams (SendStreamingMessage, SubscribeToTask) per tenant",
+      }),
+      // Optional: unset means "per tenant when API keys name tenants, none in open mode" (see limits/rate-limit-policy.ts).
+      requestsPerSecondPerTenant: setting(z.int().min(0).optional(), {
+        description:
+          "requests per second per tenant, so one tenant cannot starve the others; default 200 with API keys, none in open mode (one tenant); 0 = off",
+        env: "PARLEY_RATE_LIMIT",
+      }),
+      requestBurstPerTenant: setting(z.int().min(1).default(400), {
+        description: "requests a tenant may send at once after a quiet spell (the token bucket's size)",
+        env: "PARLEY_RATE_BURST",
+      }),
+      subscriberBufferEvents: setting(z.int().min(1).default(4_096), {
+        description: "events a slow subscriber may fall behind before it is cut off",
+      }),
+    }),
+    sessions: section({
+      defaultTurns: setting(z.int().min(1).default(5), { description: "ping-pong turns of a conversation" }),
+      maxTurns: setting(z.int().min(1).default(20), { description: "most turns a caller may ask for" }),
+      maxHops: setting(z.int().min(1).default(8), { description: "hops across servers before a loop is refused" }),
+      stepBudget: setting(z.int().min(1).default(50), { description: "agent steps per conversation" }),
+      silenceTokens: setting(
+        z.array(z.string().min(1)).default(["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"]),
+        { description: "replies that end a phase and are never delivered or stored" },
+      ),
+    }),
+    capabilities: section({
+      streaming: setting(z.boolean().default(true), {
+        description: "advertise and serve streaming",
+        env: "PARLEY_STREAMING",
+      }),
+      pushNotifications: setting(z.boolean().default(false), {
+        description: "push notifications",
+        env: "PARLEY_PUSH",
+      }),
+      extendedAgentCard: setting(z.boolean().default(false), {
+        description: "serve the extended agent card",
+        env: "PARLEY_EXTENDED_CARD",
+      }),
+      requiredExtensions: setting(z.array(z.string().min(1)).default([]), {
+        description: "extension URIs a client must declare in A2A-Extensions",
+        env: "PARLEY_REQUIRED_EXTENSIONS",
+      }),
+    }),
+    push: section({
+      allowedHosts: setting(z.array(z.string().min(1)).default(["127.0.0.1", "localhost", "::1"]), {
+        description: "hosts push notifications may be sent to (exact host names or IPs)",
+        env: "PARLEY_PUSH_ALLOWED_HOSTS",
+      }),
+      maxAttempts: setting(z.int().min(1).default(5), { description: "tries per notification, the first included" }),
+      retryBaseMs: setting(millis(1).default(500), { description: "pause before the first retry; doubles each time" }),
+      timeoutMs: setting(millis(1).default(10_000), { description: "how long one POST may take" }),
+    }),
+    card: section({
+      name: setting(z.string().min(1).default("Parley"), { description: "agent card name" }),
+      description: setting(z.string().default("Durable multi-turn agent-to-agent conversations"), {
+        description: "agent card description",
+      }),
+      version: setting(z.string().min(1).default("0.1.0"), { description: "agent card version" }),
+    }),
+    shutdownGraceMs: setting(millis(0).default(10_000), {
+      description: "how long running tasks may finish after SIGTERM before they are failed",
+      env: "PARLEY_SHUTDOWN_GRACE_MS",
+    }),
+    logLevel: setting(z.enum(logLevels).default("info"), {
+      description: "log level",
+      env: "PARLEY_LOG_LEVEL",
+      flag: "log-level",
+    }),
+    bridge: section({
+      host: setting(z.string().min(1).default("127.0.0.1"), {
+        description: "listen address of the JSON-RPC port",
+        env: "BRIDGE_HOST",
+        flag: "host",
+        bridgeOnly: true,
+      }),
+      port: setting(port.default(8080), {
+        description: "JSON-RPC + SSE port (0 = any free port)",
+        env: "PORT",
+        flag: "port",
+        bridgeOnly: true,
+      }),
+      publicUrl: setting(z.url({ protocol: /^https?$/ }).optional(), {
+        description: "base URL the agent cards advertise (default http://HOST:PORT/)",
+        env: "BRIDGE_PUBLIC_URL",
+        flag: "public-url",
+        bridgeOnly: true,
+      }),
+      keepAliveMs: setting(millis(1).default(15_000), {
+        description: "SSE keep-alive comment interval",
+        env: "BRIDGE_KEEPALIVE_MS",
+        bridgeOnly: true,
+      }),
+      upstream: setting(z.url({ protocol: /^https?$/ }).optional(), {
+        description: "remote mode: forward to this running parley-server instead of embedding one",
+        flag: "upstream",
+        bridgeOnly: true,
+      }),
+    }),
+  })
+  .superRefine((config, ctx) => {
+    const seen = new Set<string>();
+    config.agents.forEach((agent, i) => {
+      if (seen.has(agent.name)) {
+        ctx.addIssue({ code: "custom", path: ["agents", i, "name"], message: "this agent name is used twice" });
+      }
+      seen.add(agent.name);
+    });
+    if (config.sessions.defaultTurns > config.sessions.maxTurns) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["sessions", "defaultTurns"],
+        message: `must not exceed sessions.maxTurns (${config.sessions.maxTurns})`,
+      });
+    }
+  });
+
+export type ParleyConfig = z.output<typeof parleyConfigSchema>;
+export type AgentConfig = z.output<typeof agentSchema>;
+export type PeerConfig = z.output<typeof peerSchema>;
+
+/** Every default, as the loader starts from it. */
+export const defaultConfig: ParleyConfig = parleyConfigSchema.parse({});
