@@ -36,7 +36,7 @@ export function tempDir(prefix: string): { path: string; remove(): void } {
 }
 
 /** The built CLI, the file `npm run build` writes and the package's bin names. */
-const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+const cli = fileURLToPath(new URL("../bin/parley.js", import.meta.url));
 
 export interface CliResult {
   readonly code: number;
