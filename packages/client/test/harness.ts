@@ -35,7 +35,7 @@ export function tempDir(prefix: string): { path: string; remove(): void } {
   return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-/** The built CLI, the file `npm run build` writes and the package's bin names. */
+/** The parley command as npm links it: the committed bin entry, which loads the build. */
 const cli = fileURLToPath(new URL("../bin/parley.js", import.meta.url));
 
 export interface CliResult {
