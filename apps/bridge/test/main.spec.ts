@@ -6,6 +6,9 @@ import { fileURLToPath } from "node:url";
 import { renderHelp, settingList } from "@parley/server";
 import { afterAll, describe, expect, it } from "vitest";
 
+// The tests that start real node processes (each loads the whole server) get room on a loaded 2-core machine.
+const spawning = { timeout: 180_000 };
+
 // The real parley-bridge command, through the committed entry npm links into node_modules/.bin.
 const bridgeBin = fileURLToPath(new URL("../bin/parley-bridge.js", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "parley-bridge-main-"));
@@ -19,12 +22,12 @@ function bridge(args: string[], env: Record<string, string> = {}) {
   const run = spawnSync(process.execPath, [bridgeBin, ...args], {
     encoding: "utf8",
     env: { PATH: process.env.PATH ?? "", ...env },
-    timeout: 30_000,
+    timeout: 120_000,
   });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe("parley-bridge", () => {
+describe("parley-bridge", spawning, () => {
   it("--help lists every setting, the bridge's own included, from the schema", () => {
     const run = bridge(["--help"]);
     expect(run.status).toBe(0);

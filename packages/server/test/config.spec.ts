@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+
 import {
   agentShortcuts,
   ConfigError,
@@ -16,6 +17,8 @@ import {
   settingList,
 } from "../src/index.js";
 
+// The tests that start real node processes (each loads the whole server) get room on a loaded 2-core machine.
+const spawning = { timeout: 180_000 };
 const serverBin = fileURLToPath(new URL("../bin/parley-server.js", import.meta.url));
 const readme = fileURLToPath(new URL("../../../README.md", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "parley-config-"));
@@ -42,12 +45,12 @@ function server(args: string[], env: Record<string, string> = {}) {
   const run = spawnSync(process.execPath, [serverBin, ...args], {
     encoding: "utf8",
     env: { PATH: process.env.PATH ?? "", ...env },
-    timeout: 30_000,
+    timeout: 120_000,
   });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe("a wrong configuration refuses to start", () => {
+describe("a wrong configuration refuses to start", spawning, () => {
   const typoFile = file("typo.json", { histroy: { maxMessages: 100 }, limits: { maxMessageBytes: "lots" } });
 
   it("the typo file of issue 19 stops parley-server with both problems named", () => {
@@ -221,7 +224,7 @@ describe("the per-tenant rate limit", () => {
   });
 });
 
-describe("help text and README come from the schema", () => {
+describe("help text and README come from the schema", spawning, () => {
   it("parley-server --help lists every server setting with its variable and flag", () => {
     const run = server(["--help"]);
     expect(run.status).toBe(0);
