@@ -1,41 +1,53 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema } from "@parley/proto";
-
-/** The domain of the A2A specification's error reasons. */
-export const a2aErrorDomain = "a2a-protocol.org";
-/** The domain of Parley's own error reasons. */
-export const parleyErrorDomain = "parley.dev";
+import {
+  a2aErrorDomain,
+  a2aErrorReasons,
+  ErrorInfoSchema,
+  isTerminalState,
+  parleyErrorDomain,
+  type Task,
+  TaskState,
+  type ErrorReason as WireErrorReason,
+} from "@parley/proto";
+import { StoreError } from "@parley/store";
 
 /**
- * Every typed error Parley raises: its ErrorInfo reason, domain and gRPC code.
- * The A2A ones follow the specification's table (section 5.4); the bridge maps
- * the same reasons to JSON-RPC codes.
+ * The one place where the server turns what went wrong into the error a
+ * caller sees: typed A2A / Parley errors (google.rpc.ErrorInfo with a reason
+ * from @parley/proto's wire vocabulary) and store failures.
+ */
+
+/**
+ * The gRPC code of every reason the server raises. The A2A ones follow the
+ * specification's table (section 5.4); the bridge maps the same reasons to
+ * JSON-RPC codes. Keyed by the wire vocabulary's reasons, so a reason the
+ * bridge and client do not know cannot be raised.
  */
 export const errorReasons = {
-  TASK_NOT_FOUND: { domain: a2aErrorDomain, code: Code.NotFound },
-  TASK_NOT_CANCELABLE: { domain: a2aErrorDomain, code: Code.FailedPrecondition },
-  PUSH_NOTIFICATION_NOT_SUPPORTED: { domain: a2aErrorDomain, code: Code.FailedPrecondition },
-  UNSUPPORTED_OPERATION: { domain: a2aErrorDomain, code: Code.FailedPrecondition },
-  CONTENT_TYPE_NOT_SUPPORTED: { domain: a2aErrorDomain, code: Code.InvalidArgument },
-  INVALID_AGENT_RESPONSE: { domain: a2aErrorDomain, code: Code.Internal },
-  EXTENDED_AGENT_CARD_NOT_CONFIGURED: { domain: a2aErrorDomain, code: Code.FailedPrecondition },
-  EXTENSION_SUPPORT_REQUIRED: { domain: a2aErrorDomain, code: Code.FailedPrecondition },
-  VERSION_NOT_SUPPORTED: { domain: a2aErrorDomain, code: Code.FailedPrecondition },
-  /** A task is already running in this contextId; metadata.taskId names it. */
-  CONTEXT_BUSY: { domain: parleyErrorDomain, code: Code.Aborted },
-  /** The tenant sent more requests per second than allowed. */
-  RATE_LIMITED: { domain: parleyErrorDomain, code: Code.ResourceExhausted },
-  /** A configured size or count limit was exceeded; metadata.limit names it. */
-  LIMIT_EXCEEDED: { domain: parleyErrorDomain, code: Code.ResourceExhausted },
-} as const;
+  TASK_NOT_FOUND: { code: Code.NotFound },
+  TASK_NOT_CANCELABLE: { code: Code.FailedPrecondition },
+  PUSH_NOTIFICATION_NOT_SUPPORTED: { code: Code.FailedPrecondition },
+  UNSUPPORTED_OPERATION: { code: Code.FailedPrecondition },
+  CONTENT_TYPE_NOT_SUPPORTED: { code: Code.InvalidArgument },
+  INVALID_AGENT_RESPONSE: { code: Code.Internal },
+  EXTENDED_AGENT_CARD_NOT_CONFIGURED: { code: Code.FailedPrecondition },
+  EXTENSION_SUPPORT_REQUIRED: { code: Code.FailedPrecondition },
+  VERSION_NOT_SUPPORTED: { code: Code.FailedPrecondition },
+  CONTEXT_BUSY: { code: Code.Aborted },
+  RATE_LIMITED: { code: Code.ResourceExhausted },
+  LIMIT_EXCEEDED: { code: Code.ResourceExhausted },
+} as const satisfies { readonly [R in WireErrorReason]?: { readonly code: Code } };
 
+/** The reasons this server raises (a subset of the wire vocabulary's). */
 export type ErrorReason = keyof typeof errorReasons;
+
+const a2aReasons: ReadonlySet<string> = new Set(a2aErrorReasons);
 
 /** A ConnectError that carries a google.rpc.ErrorInfo with the reason. */
 export function createTypedError(reason: ErrorReason, message: string, metadata: Record<string, string> = {}) {
-  const { domain, code } = errorReasons[reason];
-  return new ConnectError(message, code, undefined, [
+  const domain = a2aReasons.has(reason) ? a2aErrorDomain : parleyErrorDomain;
+  return new ConnectError(message, errorReasons[reason].code, undefined, [
     { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason, domain, metadata }) },
   ]);
 }
@@ -48,4 +60,68 @@ export function errorReasonOf(error: unknown): string | undefined {
 
 export function invalidArgument(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
+}
+
+/** A task id the tenant does not have (another tenant's ids answer the same). */
+export function taskNotFound(taskId: string): ConnectError {
+  return createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(taskId)} was not found`, { taskId });
+}
+
+/**
+ * A context that already runs a task. `runningTaskId` is empty when the task
+ * is not known here (it runs on another replica whose lease could not be read).
+ */
+export function contextBusy(contextId: string, runningTaskId: string, doing = "send to it"): ConnectError {
+  const task = runningTaskId === "" ? "another task" : `task ${runningTaskId}`;
+  return createTypedError(
+    "CONTEXT_BUSY",
+    `context ${JSON.stringify(contextId)} is busy: ${task} is still running; wait for it to finish or cancel it before you ${doing}`,
+    { taskId: runningTaskId, contextId },
+  );
+}
+
+/** A task that already ended cannot be canceled. */
+export function taskNotCancelable(taskId: string, state: TaskState): ConnectError {
+  return createTypedError("TASK_NOT_CANCELABLE", `task ${taskId} is already ${TaskState[state]}`, { taskId });
+}
+
+/** A task that ended cannot do what was asked; `instead` says what the caller can do. */
+export function terminalTask(taskId: string, state: TaskState, instead: string): ConnectError {
+  return createTypedError("UNSUPPORTED_OPERATION", `task ${taskId} is ${TaskState[state]} (terminal)${instead}`, {
+    taskId,
+  });
+}
+
+/** SubscribeToTask follows a task that has not ended; a finished one is refused. */
+export function requireSubscribable(task: Task): void {
+  const state = task.status?.state ?? TaskState.UNSPECIFIED;
+  if (isTerminalState(state)) {
+    throw terminalTask(task.id, state, "; subscribe only works on tasks that are not finished");
+  }
+}
+
+/** Maps a store failure to the RPC error a caller should see; ConnectErrors pass unchanged. */
+export function storeFailure(error: unknown): ConnectError {
+  if (error instanceof ConnectError) return error;
+  if (error instanceof StoreError) {
+    switch (error.code) {
+      case "INVALID_ID":
+      case "INVALID_CURSOR":
+        return new ConnectError(error.message, Code.InvalidArgument);
+      case "CLOSED":
+        return new ConnectError(`storage is closed: ${error.message}`, Code.Unavailable);
+      default:
+        return new ConnectError(error.message, Code.Internal);
+    }
+  }
+  return ConnectError.from(error, Code.Internal);
+}
+
+/** Awaits store work, turning its failure into the caller's error (see storeFailure). */
+export async function fromStore<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw storeFailure(error);
+  }
 }

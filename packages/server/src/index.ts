@@ -9,6 +9,8 @@ export {
 export { createAgents } from "./agents/create-agents.js";
 export { createEchoAgent, type EchoAgentOptions } from "./agents/echo-agent.js";
 export { createOpenAIAgent, type OpenAIAgentOptions } from "./agents/openai-agent.js";
+export { createScriptAgent, parseScript, type ScriptConverse, type ScriptEntry } from "./agents/script-agent.js";
+export { guardSessionSteps, stepOutcomeArtifactId } from "./agents/step-guard.js";
 export {
   type AgentConfig,
   agentShortcuts,
@@ -30,37 +32,31 @@ export {
   settingList,
   settings,
 } from "./config.js";
-export {
-  type Caller,
-  Engine,
-  hopsOf,
-  isInterrupted,
-  isTerminal,
-  parleyMetadataKey,
-  type SendOptions,
-  type SendOutcome,
-  type TaskEventSource,
-} from "./engine/engine.js";
+export type { Caller } from "./engine/caller.js";
+export { Engine, type EngineOptions, type SendOptions, type SendOutcome } from "./engine/engine.js";
 export { formatHistory, type HistoryEntry, messageText } from "./engine/history.js";
-export { TaskRun } from "./engine/task-run.js";
+export { hopsOf, parleyMetadataKey } from "./engine/parley-metadata.js";
+export { createLocalCoordinator, type ReplicaCoordinator } from "./engine/replica-coordinator.js";
+export { type TaskEventSource, TaskRun } from "./engine/task-run.js";
 export {
-  a2aErrorDomain,
+  contextBusy,
   createTypedError,
   type ErrorReason,
   errorReasonOf,
   errorReasons,
-  parleyErrorDomain,
+  storeFailure,
+  taskNotFound,
 } from "./errors.js";
 export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
+export { agentHeader, openModeTenant, supportedA2AVersions } from "./interceptors/caller-interceptor.js";
 export { createLogger, type Logger } from "./logger.js";
 export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
 export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";
 export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader } from "./push/push-delivery.js";
-export { agentHeader, openModeTenant, supportedA2AVersions } from "./services/caller.js";
+export { endsRun, LeaseCoordinator, type LeaseCoordinatorOptions } from "./replicas/lease-coordinator.js";
 export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";
 export { threadTargetPrefix } from "./services/target-service.js";
 export { type ConversationPlan, ConversationRunner } from "./sessions/conversation-runner.js";
-export { createScriptAgent, parseScript, type ScriptConverse, type ScriptEntry } from "./sessions/script-agent.js";
 export { decodeHops, encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "./sessions/session-ref.js";
 export { type SessionStep, sessionStepOf, stepInstructions } from "./sessions/session-step.js";
 export {
@@ -71,6 +67,5 @@ export {
   replySkipToken,
   silenceTokenSet,
 } from "./sessions/silence.js";
-export { guardSessionSteps, stepOutcomeArtifactId } from "./sessions/step-guard.js";
 export { exitOnSignals } from "./shutdown.js";
 export { openModeWarning, startNotices } from "./start-notices.js";

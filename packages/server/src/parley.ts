@@ -4,24 +4,25 @@ import type { AddressInfo } from "node:net";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { A2AService, type AgentCard, SessionService, TargetService, ThreadService } from "@parley/proto";
-import { createLevelThreadStore, createPostgresBackend, type PostgresBackend, type ThreadStore } from "@parley/store";
+import { createStore, type ThreadStore } from "@parley/store";
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
+import { guardSessionSteps } from "./agents/step-guard.js";
 import type { ParleyConfig } from "./config.js";
 import { createDirectTransport } from "./direct-transport.js";
 import { Engine } from "./engine/engine.js";
+import { createLocalCoordinator, type ReplicaCoordinator } from "./engine/replica-coordinator.js";
+import { createCallerInterceptor } from "./interceptors/caller-interceptor.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createPushConfigs } from "./push/push-configs.js";
 import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
-import { Distributed } from "./scale/distributed.js";
-import { resumableStreamsExtension } from "./scale/resume.js";
+import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
+import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
-import { createCallerInterceptor } from "./services/caller.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
 import { createTargetServiceImpl } from "./services/target-service.js";
 import { createThreadServiceImpl } from "./services/thread-service.js";
-import { guardSessionSteps } from "./sessions/step-guard.js";
 
 export interface Parley {
   readonly config: ParleyConfig;
@@ -52,30 +53,33 @@ export interface CreateParleyOptions {
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  // A postgres:// storeUrl makes this process one of N replicas sharing that database.
-  const backend: PostgresBackend | undefined = config.storeUrl
-    ? await createPostgresBackend({
-        url: config.storeUrl,
-        onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
-      })
-    : undefined;
-  const store: ThreadStore = backend ? backend.store : await createLevelThreadStore({ path: config.dataDir });
+  // A postgres:// storeUrl makes this process one of N replicas sharing that database; else LevelDB in dataDir.
+  const backend = await createStore({
+    url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
+    onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
+  });
+  const store = backend.store;
   let agents: Agent[];
   try {
     agents = createAgents(config.agents, config.peers, `parley@${config.host}:${config.port}`);
   } catch (error) {
-    await (backend ?? store).close();
+    await backend.close();
     throw error;
   }
-  const distributed = backend
-    ? new Distributed({
-        store: backend.store,
-        leases: backend.leases,
-        events: backend.events,
-        logger,
-        ...config.scaleOut,
-      })
-    : undefined;
+  // One LevelDB process owns its store alone: its in-process busy guard is all the coordination there is.
+  const leases =
+    backend.kind === "postgres"
+      ? new LeaseCoordinator({
+          store: backend.store,
+          leases: backend.leases,
+          events: backend.events,
+          logger,
+          ...config.scaleOut,
+        })
+      : undefined;
+  const coordinator: ReplicaCoordinator = leases ?? createLocalCoordinator();
+  const resumable: Resumable | undefined =
+    leases && backend.kind === "postgres" ? { events: backend.events, coordinator: leases } : undefined;
   // Session steps reach agents through this guard so silence tokens and repeats are never stored.
   const agentsByName = new Map(agents.map((a) => [a.name, guardSessionSteps(a, config.sessions.silenceTokens)]));
   const push = config.capabilities.pushNotifications ? createPushConfigs({ store, config }) : undefined;
@@ -87,10 +91,10 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     config,
     logger,
     ...(delivery ? { onEvent: delivery.onEvent } : {}),
-    ...(distributed ? { distributed } : {}),
+    coordinator,
   });
   // With replicas, another one may be running any unfinished task: expired leases are the sweeper's.
-  if (!distributed) await engine.recover();
+  if (coordinator.ownsUnfinishedTasks) await engine.recover();
 
   const names = agents.map((a) => a.name);
   let advertised: AdvertisedEndpoints = {};
@@ -101,7 +105,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       throw new ConnectError(`no agent named ${JSON.stringify(name)}; hosted: ${names.join(", ")}`, Code.NotFound);
     if (opts.jsonRpcUrl !== undefined || opts.grpcAddress !== undefined) advertised = { ...advertised, ...opts };
     const card = buildAgentCard(config, agent, { ...advertised, ...opts }, { isDefault: name === names[0], extended });
-    if (distributed) card.capabilities?.extensions.push(resumableStreamsExtension());
+    if (resumable) card.capabilities?.extensions.push(resumableStreamsExtension());
     return card;
   };
 
@@ -125,7 +129,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         config,
         extendedCard: (agent) => agentCard({ agent }, true),
         ...(push ? { push } : {}),
-        ...(distributed && backend ? { resumable: { events: backend.events, distributed } } : {}),
+        ...(resumable ? { resumable } : {}),
       }),
     },
     { service: ThreadService, impl: createThreadServiceImpl({ store, engine }) },
@@ -207,8 +211,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           await closed;
           clearTimeout(timer);
         }
-        await distributed?.close();
-        await (backend ?? store).close();
+        await coordinator.close();
+        await backend.close();
         logger.info("stopped");
       })();
       return closing;

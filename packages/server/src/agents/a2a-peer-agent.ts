@@ -12,9 +12,10 @@ import {
   TaskState,
 } from "@parley/proto";
 import type { PeerConfig } from "../config.js";
-import { parleyMetadataKey } from "../engine/engine.js";
 import { messageText } from "../engine/history.js";
+import { parleyMetadataKey } from "../engine/parley-metadata.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
+import { peerRequestHeaders } from "./peer-headers.js";
 
 /**
  * A remote A2A agent. Each turn is forwarded with the same contextId (the
@@ -28,10 +29,7 @@ export function createA2APeerAgent(options: {
   readonly self: string;
 }): Agent {
   const { peer } = options;
-  const headers: Record<string, string> = {
-    "a2a-version": "1.0",
-    ...(peer.token ? { authorization: `Bearer ${peer.token}` } : {}),
-  };
+  const headers = peerRequestHeaders(peer);
   const grpc =
     peer.protocol === "grpc" ? createClient(A2AService, createGrpcTransport({ baseUrl: peer.url })) : undefined;
 

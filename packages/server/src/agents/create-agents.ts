@@ -1,10 +1,10 @@
 import type { AgentConfig, PeerConfig } from "../config.js";
-import { createScriptAgent, parseScript } from "../sessions/script-agent.js";
 import { createA2APeerAgent } from "./a2a-peer-agent.js";
 import type { Agent } from "./agent.js";
 import { createConformanceAgent } from "./conformance-agent.js";
 import { createEchoAgent, type EchoInput, type EchoReply } from "./echo-agent.js";
 import { createOpenAIAgent } from "./openai-agent.js";
+import { createScriptAgent, parseScript } from "./script-agent.js";
 
 function stringOption(config: AgentConfig, key: string): string | undefined {
   const value = config.options?.[key];

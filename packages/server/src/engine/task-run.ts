@@ -1,13 +1,30 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { StreamResponse, Task } from "@parley/proto";
 
+/** The task an event belongs to; a TaskRun is one. */
+export interface TaskEventSource {
+  readonly tenant: string;
+  readonly contextId: string;
+  readonly taskId: string;
+}
+
+/** Why a run was stopped from outside its agent: the turn runner ends it CANCELED or FAILED by this. */
+export class RunStop extends Error {
+  constructor(
+    readonly kind: "cancel" | "shutdown",
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /**
  * The live state of one running task: its current snapshot and the append-only
  * log of every event it published. Subscribers keep only an index into the
  * shared log, so a late subscriber replays from the first event and any number
  * of subscribers cost one log; the log is dropped with the run when it ends.
  */
-export class TaskRun {
+export class TaskRun implements TaskEventSource {
   readonly events: StreamResponse[] = [];
   readonly controller = new AbortController();
   /** Resolves when the run has ended (terminal or interrupted state, or a direct message). */
@@ -38,6 +55,16 @@ export class TaskRun {
 
   get finished(): boolean {
     return this.ended;
+  }
+
+  /** Stops the agent; the task ends CANCELED. */
+  cancel(why: string): void {
+    if (!this.ended) this.controller.abort(new RunStop("cancel", why));
+  }
+
+  /** Stops the agent because the server shuts down; the task ends FAILED (interrupted). */
+  interrupt(): void {
+    if (!this.ended) this.controller.abort(new RunStop("shutdown", "shutdown"));
   }
 
   private nextChange(): Promise<void> {

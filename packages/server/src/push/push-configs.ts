@@ -8,8 +8,7 @@ import {
 } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
-import { storeFailure } from "../engine/engine.js";
-import { createTypedError, invalidArgument } from "../errors.js";
+import { createTypedError, fromStore, invalidArgument } from "../errors.js";
 
 /** The host of a URL as the allow-list spells it: lower case, IPv6 without brackets. */
 export function pushHostOf(url: URL): string {
@@ -100,24 +99,20 @@ export function createPushConfigs(deps: { readonly store: ThreadStore; readonly 
       const stored = clone(TaskPushNotificationConfigSchema, pushConfig);
       stored.taskId = taskId;
       if (stored.id === "") stored.id = randomUUID();
-      await store
-        .putPushConfig({
+      await fromStore(
+        store.putPushConfig({
           tenant,
           taskId,
           configId: stored.id,
           payload: toBinary(TaskPushNotificationConfigSchema, stored),
-        })
-        .catch((error: unknown) => {
-          throw storeFailure(error);
-        });
+        }),
+      );
       return stored;
     },
 
     async get(tenant, taskId, id) {
       if (id === "") throw invalidArgument("id (the push notification config id) is required");
-      const record = await store.getPushConfig(tenant, taskId, id).catch((error: unknown) => {
-        throw storeFailure(error);
-      });
+      const record = await fromStore(store.getPushConfig(tenant, taskId, id));
       if (!record) {
         throw createTypedError(
           "TASK_NOT_FOUND",
@@ -132,14 +127,12 @@ export function createPushConfigs(deps: { readonly store: ThreadStore; readonly 
       if (pageSize < 0 || pageSize > maxPageSize) {
         throw invalidArgument(`pageSize must be between 1 and ${maxPageSize} (0: ${defaultPageSize}), got ${pageSize}`);
       }
-      const page = await store
-        .listPushConfigs(tenant, taskId, {
+      const page = await fromStore(
+        store.listPushConfigs(tenant, taskId, {
           limit: pageSize === 0 ? defaultPageSize : pageSize,
           ...(pageToken !== "" ? { cursor: pageToken } : {}),
-        })
-        .catch((error: unknown) => {
-          throw storeFailure(error);
-        });
+        }),
+      );
       return create(ListTaskPushNotificationConfigsResponseSchema, {
         configs: page.configs.map((record) => decode(record.payload)),
         nextPageToken: page.nextCursor ?? "",
@@ -162,9 +155,7 @@ export function createPushConfigs(deps: { readonly store: ThreadStore; readonly 
 
     async delete(tenant, taskId, id) {
       if (id === "") throw invalidArgument("id (the push notification config id) is required");
-      await store.deletePushConfig(tenant, taskId, id).catch((error: unknown) => {
-        throw storeFailure(error);
-      });
+      await fromStore(store.deletePushConfig(tenant, taskId, id));
     },
   };
 }

@@ -3,7 +3,7 @@ import { type StreamResponse, StreamResponseSchema, type TaskPushNotificationCon
 import type { Logger } from "pino";
 import { sleep } from "../agents/agent.js";
 import type { ParleyConfig } from "../config.js";
-import type { TaskEventSource } from "../engine/engine.js";
+import type { TaskEventSource } from "../engine/task-run.js";
 import { checkPushDestination, type PushConfigs } from "./push-configs.js";
 
 /** Content type of push notification bodies (A2A section 14.1). */

@@ -4,6 +4,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type A2AService,
   type AgentCard,
+  headers,
   type SendMessageRequest,
   type SendMessageResponse,
   type StreamResponse,
@@ -13,12 +14,12 @@ import {
 } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
-import { type Engine, isTerminal, type SendOptions, storeFailure } from "../engine/engine.js";
+import type { Engine, SendOptions } from "../engine/engine.js";
 import type { TaskRun } from "../engine/task-run.js";
-import { createTypedError, invalidArgument } from "../errors.js";
+import { createTypedError, fromStore, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
+import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
-import { type Resumable, streamStartHeader, subscribeFromLog } from "../scale/resume.js";
-import { callerOf } from "./caller.js";
+import { type Resumable, subscribeFromLog } from "../replicas/resume.js";
 
 export interface A2AServiceDeps {
   readonly engine: Engine;
@@ -100,8 +101,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
   /** The task must exist for its configs to be read or written; configs of another tenant's task stay invisible. */
   const requireTask = async (tenant: string, taskId: string) => {
     if (taskId === "") throw invalidArgument("taskId is required");
-    if (!(await engine.getTask(tenant, taskId)))
-      throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(taskId)} was not found`, { taskId });
+    if (!(await engine.getTask(tenant, taskId))) throw taskNotFound(taskId);
   };
   /** Registers the push config a send carries for the task it creates or continues, before the agent runs. */
   const sendOptions = (req: SendMessageRequest, tenant: string): SendOptions => {
@@ -153,15 +153,14 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
         return;
       }
       if (deps.resumable) {
-        ctx.responseHeader.set(streamStartHeader, String(deps.resumable.distributed.streamStart(outcome.run)));
+        ctx.responseHeader.set(headers.streamStart, String(deps.resumable.coordinator.streamStart(outcome.run)));
       }
       yield* follow(outcome.run, ctx, !outcome.attached);
     },
 
     async getTask(req, ctx) {
       const task = await engine.getTask(callerOf(ctx).tenant, req.id);
-      if (!task)
-        throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(req.id)} was not found`, { taskId: req.id });
+      if (!task) throw taskNotFound(req.id);
       return withHistoryLength(task, req.historyLength);
     },
 
@@ -171,17 +170,15 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       if (pageSize < 1 || pageSize > 100) throw invalidArgument(`pageSize must be between 1 and 100, got ${pageSize}`);
       // Enums are open on the wire: an unknown number reaches here and the store would refuse it as a fault.
       if (TaskState[req.status] === undefined) throw invalidArgument(`status must be a TaskState, got ${req.status}`);
-      const page = await store
-        .listTasks(tenant, {
+      const page = await fromStore(
+        store.listTasks(tenant, {
           limit: pageSize,
           ...(req.contextId !== "" ? { contextId: req.contextId } : {}),
           ...(req.status !== TaskState.UNSPECIFIED ? { state: req.status } : {}),
           ...(req.statusTimestampAfter ? { updatedAfter: timestampMs(req.statusTimestampAfter) } : {}),
           ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
-        })
-        .catch((error: unknown) => {
-          throw storeFailure(error);
-        });
+        }),
+      );
       const tasks = page.tasks.map((record) => {
         const live = engine.liveRun(tenant, record.taskId);
         const task = live ? clone(TaskSchema, live.task) : fromBinary(TaskSchema, record.payload);
@@ -213,16 +210,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
         return;
       }
       const task = await engine.getTask(tenant, req.id);
-      if (!task)
-        throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(req.id)} was not found`, { taskId: req.id });
-      const state = task.status?.state ?? TaskState.UNSPECIFIED;
-      if (isTerminal(state)) {
-        throw createTypedError(
-          "UNSUPPORTED_OPERATION",
-          `task ${req.id} is ${TaskState[state]} (terminal); subscribe only works on tasks that are not finished`,
-          { taskId: req.id },
-        );
-      }
+      if (!task) throw taskNotFound(req.id);
+      requireSubscribable(task);
       // A task waiting for input has no running agent: its current state is all there is to send.
       yield { payload: { case: "task", value: task } };
     },

@@ -6,11 +6,11 @@ import type { Logger } from "pino";
 import type { ParleyConfig } from "../config.js";
 import type { Engine } from "../engine/engine.js";
 import { invalidArgument } from "../errors.js";
+import { callerOf } from "../interceptors/caller-interceptor.js";
 import { ConversationLog, ConversationRegistry } from "../sessions/conversation-log.js";
 import { type ConversationPlan, ConversationRunner } from "../sessions/conversation-runner.js";
 import { decodeHops, hopsHeader, resolveSession } from "../sessions/session-ref.js";
 import { silenceTokenSet } from "../sessions/silence.js";
-import { callerOf } from "./caller.js";
 
 /** How many finished conversations stay readable by WatchConversation and GetConversation. */
 export const finishedConversationCapacity = 1_000;

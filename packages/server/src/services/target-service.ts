@@ -4,9 +4,8 @@ import { TargetKind, type TargetService } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { Agent } from "../agents/agent.js";
 import type { PeerConfig } from "../config.js";
-import { storeFailure } from "../engine/engine.js";
-import { invalidArgument } from "../errors.js";
-import { callerOf } from "./caller.js";
+import { fromStore, invalidArgument } from "../errors.js";
+import { callerOf } from "../interceptors/caller-interceptor.js";
 
 /** The prefix of server-generated contextIds, which makes a thread addressable as a target. */
 export const threadTargetPrefix = "ctx-";
@@ -20,9 +19,7 @@ export function createTargetServiceImpl(deps: {
     async listTargets(req, ctx) {
       const limit = req.threadLimit === 0 ? 20 : req.threadLimit;
       if (limit < 0 || limit > 100) throw invalidArgument(`threadLimit must be between 1 and 100, got ${limit}`);
-      const page = await deps.store.listThreads(callerOf(ctx).tenant, { limit }).catch((error: unknown) => {
-        throw storeFailure(error);
-      });
+      const page = await fromStore(deps.store.listThreads(callerOf(ctx).tenant, { limit }));
       return {
         targets: [
           ...deps.agents.map((a) => ({ kind: TargetKind.AGENT, ref: a.name, description: a.description })),

@@ -11,9 +11,9 @@ import {
   type ThreadService,
 } from "@parley/proto";
 import type { StoredMessage, ThreadMeta, ThreadStore } from "@parley/store";
-import { type Engine, storeFailure } from "../engine/engine.js";
-import { createTypedError, invalidArgument } from "../errors.js";
-import { callerOf } from "./caller.js";
+import type { Engine } from "../engine/engine.js";
+import { contextBusy, fromStore, invalidArgument } from "../errors.js";
+import { callerOf } from "../interceptors/caller-interceptor.js";
 
 const provenances = {
   user: Provenance.USER,
@@ -55,14 +55,6 @@ function requireContextId(contextId: string): string {
   return contextId;
 }
 
-async function guarded<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    throw storeFailure(error);
-  }
-}
-
 export function createThreadServiceImpl(deps: {
   store: ThreadStore;
   engine: Engine;
@@ -71,7 +63,7 @@ export function createThreadServiceImpl(deps: {
   return {
     async listThreads(req, ctx) {
       const tenant = callerOf(ctx).tenant;
-      const page = await guarded(
+      const page = await fromStore(
         store.listThreads(tenant, {
           limit: pageSizeOf(req.pageSize, 20, 100),
           ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
@@ -82,10 +74,10 @@ export function createThreadServiceImpl(deps: {
 
     async getThreadHistory(req, ctx) {
       const key = { tenant: callerOf(ctx).tenant, contextId: requireContextId(req.contextId) };
-      const meta = await guarded(store.getThread(key));
+      const meta = await fromStore(store.getThread(key));
       if (!meta)
         throw new ConnectError(`no conversation with contextId ${JSON.stringify(req.contextId)}`, Code.NotFound);
-      const page = await guarded(
+      const page = await fromStore(
         store.readMessages(key, {
           order: req.order === HistoryOrder.OLDEST_FIRST ? "oldest-first" : "newest-first",
           limit: pageSizeOf(req.pageSize, 50, 500),
@@ -102,14 +94,8 @@ export function createThreadServiceImpl(deps: {
     async deleteThread(req, ctx) {
       const key = { tenant: callerOf(ctx).tenant, contextId: requireContextId(req.contextId) };
       const running = engine.busyRun(key.tenant, key.contextId);
-      if (running) {
-        throw createTypedError(
-          "CONTEXT_BUSY",
-          `cannot delete ${JSON.stringify(key.contextId)} while task ${running.taskId} runs in it; cancel it first`,
-          { taskId: running.taskId, contextId: key.contextId },
-        );
-      }
-      const result = await guarded(store.deleteThread(key));
+      if (running) throw contextBusy(key.contextId, running.taskId, "delete it");
+      const result = await fromStore(store.deleteThread(key));
       return { deleted: result.deleted, deletedMessageCount: BigInt(result.messageCount) };
     },
   };

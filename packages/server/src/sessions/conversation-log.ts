@@ -136,10 +136,6 @@ export class ConversationRegistry {
       this.requestOf.delete(oldest);
     }
   }
-
-  get runningCount(): number {
-    return this.running.size;
-  }
 }
 
 function requestKey(tenant: string, requestId: string): string {

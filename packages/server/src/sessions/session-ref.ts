@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import type { SessionRef } from "@parley/proto";
+import { headers, type SessionRef } from "@parley/proto";
 import type { PeerConfig } from "../config.js";
 import { invalidArgument } from "../errors.js";
 
 /** Request header carrying the hop trace of a Converse that an agent started while answering a step. */
-export const hopsHeader = "parley-hops";
+export const hopsHeader = headers.hops;
 
 /** A session the server can talk to: a hosted agent's thread, or a thread of a remote A2A peer. */
 export type ResolvedSession =

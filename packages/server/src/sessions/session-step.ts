@@ -1,6 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Message } from "@parley/proto";
-import { parleyMetadataKey } from "../engine/engine.js";
+import { parleyAnnotations, parleyMetadataKey } from "../engine/parley-metadata.js";
 import { announceSkipToken, replySkipToken } from "./silence.js";
 
 /** Key under metadata.parley that marks a message as one step of an agent-to-agent conversation. */
@@ -54,9 +54,7 @@ const phases: ReadonlySet<string> = new Set(["round-one", "ping-pong", "announce
 
 /** The session step a message belongs to, if it is one. */
 export function sessionStepOf(message: Pick<Message, "metadata">): SessionStep | undefined {
-  const meta = message.metadata?.[parleyMetadataKey];
-  if (!meta || typeof meta !== "object" || Array.isArray(meta)) return undefined;
-  const s = (meta as JsonObject)[sessionStepKey];
+  const s = parleyAnnotations(message.metadata)?.[sessionStepKey];
   if (!s || typeof s !== "object" || Array.isArray(s)) return undefined;
   const o = s as JsonObject;
   if (typeof o.phase !== "string" || !phases.has(o.phase)) return undefined;

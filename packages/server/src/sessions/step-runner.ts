@@ -12,10 +12,11 @@ import {
   type Task,
   TaskState,
 } from "@parley/proto";
+import { peerRequestHeaders } from "../agents/peer-headers.js";
+import { withheldOf } from "../agents/step-guard.js";
 import type { PeerConfig } from "../config.js";
 import type { Engine } from "../engine/engine.js";
 import { messageText } from "../engine/history.js";
-import { withheldOf } from "./step-guard.js";
 
 /** How one step of a conversation ended. */
 export type StepResult =
@@ -99,10 +100,7 @@ export async function runLocalStep(
  * instructions and withholds silence on its side as well.
  */
 export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs: number): Promise<StepResult> {
-  const headers: Record<string, string> = {
-    "a2a-version": "1.0",
-    ...(peer.token ? { authorization: `Bearer ${peer.token}` } : {}),
-  };
+  const headers = peerRequestHeaders(peer);
   const request = create(SendMessageRequestSchema, { message });
   const signal = AbortSignal.timeout(timeoutMs);
   try {

@@ -1,16 +1,5 @@
-import { randomUUID } from "node:crypto";
-import { clone, create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
-import {
-  MessageSchema,
-  Role,
-  type StreamResponse,
-  StreamResponseSchema,
-  type Task,
-  TaskSchema,
-  TaskState,
-  TaskStatusSchema,
-} from "@parley/proto";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { endsTurn, type StreamResponse, StreamResponseSchema, type Task, TaskSchema, TaskState } from "@parley/proto";
 import {
   type ContextLeases,
   type Fence,
@@ -19,15 +8,15 @@ import {
   type TaskEvent,
   type TaskEventLog,
   type ThreadKey,
-  terminalTaskStates,
   type WriteOptions,
 } from "@parley/store";
 import type { Logger } from "pino";
-import { taskRecord } from "../engine/engine.js";
+import type { ReplicaCoordinator } from "../engine/replica-coordinator.js";
+import { isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "../engine/task-model.js";
 import type { TaskRun } from "../engine/task-run.js";
-import { createTypedError } from "../errors.js";
+import { contextBusy } from "../errors.js";
 
-export interface DistributedOptions {
+export interface LeaseCoordinatorOptions {
   readonly store: FencedThreadStore;
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;
@@ -38,12 +27,6 @@ export interface DistributedOptions {
   readonly sweepIntervalMs: number;
   /** How long the event log of a finished task stays resumable. */
   readonly eventRetentionMs: number;
-}
-
-/** What the engine hands over so a notification from another replica can cancel a local run. */
-export interface LocalRuns {
-  liveRun(tenant: string, taskId: string): TaskRun | undefined;
-  cancel(tenant: string, taskId: string): Promise<Task>;
 }
 
 interface RunState {
@@ -64,40 +47,34 @@ export function endsRun(event: StreamResponse): boolean {
   const p = event.payload;
   if (p.case === "message") return true;
   if (p.case !== "statusUpdate") return false;
-  const state = p.value.status?.state ?? TaskState.UNSPECIFIED;
-  return terminalTaskStates.has(state) || state === TaskState.INPUT_REQUIRED || state === TaskState.AUTH_REQUIRED;
+  return endsTurn(p.value.status?.state ?? TaskState.UNSPECIFIED);
 }
 
 /**
- * The multi-replica side of the engine: the context lease of every run
+ * The replica coordinator of replicas that share one store (PostgreSQL): the context lease of every run
  * (acquired before the inbound message is stored, renewed every ttl/3,
  * released after the run's last event is durable), the run's events copied
  * into the shared log in order and in batches, remote cancels, and the
  * sweeper that ends the tasks of replicas that died.
  */
-export class Distributed {
+export class LeaseCoordinator implements ReplicaCoordinator {
+  readonly ownsUnfinishedTasks = false;
+  readonly onPublish = (run: TaskRun, event: StreamResponse): void => this.enqueue(run, event);
   private readonly runs = new Map<TaskRun, RunState>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribeCancel: () => void;
-  private local: LocalRuns | undefined;
   private sweeping = false;
   private lastEventSweep = 0;
 
-  constructor(private readonly options: DistributedOptions) {
+  constructor(private readonly options: LeaseCoordinatorOptions) {
+    // Every run of this replica holds a lease, so a cancel announced for one of them finds it here.
     this.unsubscribeCancel = options.leases.onCancel((key, taskId) => {
-      const run = this.local?.liveRun(key.tenant, taskId);
-      if (run && !run.finished) void this.local?.cancel(key.tenant, taskId).catch(() => {});
+      for (const run of this.runs.keys()) {
+        if (run.taskId === taskId && run.tenant === key.tenant) run.cancel("canceled");
+      }
     });
     this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
     this.sweeper.unref();
-  }
-
-  bind(local: LocalRuns): void {
-    this.local = local;
-  }
-
-  get leaseTtlMs(): number {
-    return this.options.leaseTtlMs;
   }
 
   /**
@@ -109,12 +86,12 @@ export class Distributed {
     const key: ThreadKey = { tenant: run.tenant, contextId: run.contextId };
     const grant = await this.options.leases.tryAcquire(key, run.taskId, this.options.leaseTtlMs);
     if (!grant) {
-      const holder = await this.options.leases.holder(key).catch(() => undefined);
-      throw createTypedError(
-        "CONTEXT_BUSY",
-        `context ${JSON.stringify(run.contextId)} is busy: task ${holder?.taskId ?? "(another)"} is still running on a replica; wait for it to finish or cancel it`,
-        { taskId: holder?.taskId ?? "", contextId: run.contextId },
-      );
+      // Only to name the running task in the error: without it the answer is still CONTEXT_BUSY.
+      const holder = await this.options.leases.holder(key).catch((error: unknown) => {
+        this.options.logger.debug({ err: error }, "could not read the holder of a busy context lease");
+        return undefined;
+      });
+      throw contextBusy(run.contextId, holder?.taskId ?? "");
     }
     const fence: Fence = { key, taskId: run.taskId, token: grant.token };
     try {
@@ -131,7 +108,7 @@ export class Distributed {
       state.renewer.unref();
       this.runs.set(run, state);
     } catch (error) {
-      await this.options.leases.release(fence).catch(() => {});
+      await this.releaseLease(fence);
       throw error;
     }
   }
@@ -148,7 +125,7 @@ export class Distributed {
   }
 
   /** Queues a published event for the shared log; called from the run's publish path, so it never blocks. */
-  onPublish(run: TaskRun, event: StreamResponse): void {
+  private enqueue(run: TaskRun, event: StreamResponse): void {
     const state = this.runs.get(run);
     if (!state || state.lost) return;
     state.queue.push({
@@ -205,7 +182,7 @@ export class Distributed {
     try {
       const result = await this.options.leases.renew(state.fence, this.options.leaseTtlMs);
       if (!result.held) this.lose(run, state, new Error("the lease expired before it was renewed"));
-      else if (result.cancelRequested && !run.finished) void this.local?.cancel(run.tenant, run.taskId).catch(() => {});
+      else if (result.cancelRequested) run.cancel("canceled");
     } catch (error) {
       // A failed renewal is retried on the next tick; the lease only lapses after ttl without any success.
       this.options.logger.warn({ taskId: run.taskId, err: error }, "could not renew a context lease");
@@ -219,16 +196,32 @@ export class Distributed {
     clearInterval(state.renewer);
     while (state.flushing) await state.flushing;
     this.runs.delete(run);
-    if (!state.lost) await this.options.leases.release(state.fence).catch(() => {});
+    if (!state.lost) await this.releaseLease(state.fence);
   }
 
   /** Frees the lease of a run that never started (its send failed or was a retry). */
-  async abandon(run: TaskRun): Promise<void> {
+  async release(run: TaskRun): Promise<void> {
     const state = this.runs.get(run);
     if (!state) return;
     clearInterval(state.renewer);
     this.runs.delete(run);
-    await this.options.leases.release(state.fence).catch(() => {});
+    await this.releaseLease(state.fence);
+  }
+
+  /**
+   * Gives a lease back. A release that fails leaves the context busy until
+   * the lease expires (leaseTtlMs), when any replica's sweeper frees it: worth
+   * a warning, not a failure of the run, whose outcome is already stored.
+   */
+  private async releaseLease(fence: Fence): Promise<void> {
+    try {
+      await this.options.leases.release(fence);
+    } catch (error) {
+      this.options.logger.warn(
+        { taskId: fence.taskId, contextId: fence.key.contextId, err: error },
+        "could not release a context lease; the context stays busy until the lease expires",
+      );
+    }
   }
 
   /**
@@ -258,34 +251,12 @@ export class Distributed {
     const record = await this.options.store.getTask(key.tenant, taskId);
     const last = await this.options.events.lastSeq(key.tenant, taskId);
     const tail = last > 0 ? await this.options.events.read(key.tenant, taskId, last - 1, 1) : [];
-    if (record && !terminalTaskStates.has(record.state) && record.state !== TaskState.INPUT_REQUIRED) {
+    if (record && isCutOffByLostRun(record.state)) {
       const task = fromBinary(TaskSchema, record.payload);
-      task.status = create(TaskStatusSchema, {
-        state: TaskState.FAILED,
-        timestamp: timestampNow(),
-        message: create(MessageSchema, {
-          messageId: randomUUID(),
-          contextId: task.contextId,
-          taskId: task.id,
-          role: Role.AGENT,
-          parts: [
-            {
-              content: {
-                case: "text",
-                value: "executor lost: the replica running this task stopped renewing its lease",
-              },
-            },
-          ],
-        }),
-      });
+      setStatus(task, TaskState.FAILED, "executor lost: the replica running this task stopped renewing its lease");
       await this.options.store.putTask(taskRecord(key.tenant, task), { fence });
       if (!tail[0]?.final) {
-        const event = create(StreamResponseSchema, {
-          payload: {
-            case: "statusUpdate",
-            value: { taskId, contextId: task.contextId, status: clone(TaskStatusSchema, task.status) },
-          },
-        });
+        const event = statusEvent(task);
         await this.options.events.append(
           key.tenant,
           taskId,
@@ -310,7 +281,7 @@ export class Distributed {
           await this.endLostTask(lease.key, lease.taskId, fence);
           ended++;
         } finally {
-          await this.options.leases.release(fence).catch(() => {});
+          await this.releaseLease(fence);
         }
       }
       if (Date.now() - this.lastEventSweep > this.options.eventRetentionMs / 10) {

@@ -1,9 +1,9 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Phase, SessionService, StopReason } from "@parley/proto";
-import { type Agent, type AgentEvent, type AgentTurn, sleep } from "../agents/agent.js";
 import type { PeerConfig } from "../config.js";
-import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "./session-ref.js";
+import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "../sessions/session-ref.js";
+import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 
 /** Opens a conversation from this agent's session while it answers a turn. */
 export interface ScriptConverse {

@@ -1,10 +1,10 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { PartSchema } from "@parley/proto";
-import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
-import { parleyMetadataKey } from "../engine/engine.js";
 import { messageText } from "../engine/history.js";
-import { sessionStepOf, stepInstructions } from "./session-step.js";
-import { isSilentReply, replyDigest, silenceTokenSet } from "./silence.js";
+import { parleyAnnotations, parleyMetadataKey } from "../engine/parley-metadata.js";
+import { sessionStepOf, stepInstructions } from "../sessions/session-step.js";
+import { isSilentReply, replyDigest, silenceTokenSet } from "../sessions/silence.js";
+import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 
 /** Artifact id of the marker a guarded step leaves on its task instead of a withheld reply. */
 export const stepOutcomeArtifactId = "parley-session-step";
@@ -77,9 +77,8 @@ export function withheldOf(artifact: {
   readonly metadata?: JsonObject | undefined;
 }): WithheldOutcome | undefined {
   if (artifact.artifactId !== stepOutcomeArtifactId) return undefined;
-  const meta = artifact.metadata?.[parleyMetadataKey];
-  if (!meta || typeof meta !== "object" || Array.isArray(meta)) return { outcome: "silent" };
-  const o = meta as JsonObject;
+  const o = parleyAnnotations(artifact.metadata);
+  if (!o) return { outcome: "silent" };
   if (o.outcome === "repeat" && typeof o.of === "number") return { outcome: "repeat", of: o.of };
   return { outcome: "silent" };
 }

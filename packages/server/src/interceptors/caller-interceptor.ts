@@ -1,9 +1,9 @@
 import { timingSafeEqual } from "node:crypto";
 import { clone } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
-import { A2AService, ErrorInfoSchema } from "@parley/proto";
+import { A2AService, ErrorInfoSchema, headers } from "@parley/proto";
 import type { ParleyConfig } from "../config.js";
-import type { Caller } from "../engine/engine.js";
+import type { Caller } from "../engine/caller.js";
 import { createTypedError } from "../errors.js";
 import { rateLimitPolicy } from "../limits/rate-limit-policy.js";
 import { createRateLimiter } from "../limits/rate-limiter.js";
@@ -12,7 +12,7 @@ import { createRateLimiter } from "../limits/rate-limiter.js";
 export const openModeTenant = "default";
 
 /** Request header that picks one of the hosted agents; absent: the default agent. */
-export const agentHeader = "parley-agent";
+export const agentHeader = headers.agent;
 
 /** A2A protocol versions this server speaks; an absent or empty header means 0.3. */
 export const supportedA2AVersions = ["0.3", "1.0"] as const;
@@ -125,7 +125,7 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
       );
     }
     if (req.service.typeName === A2AService.typeName) {
-      const version = req.header.get("a2a-version")?.trim() || "0.3";
+      const version = req.header.get(headers.a2aVersion)?.trim() || "0.3";
       if (!(supportedA2AVersions as readonly string[]).includes(version)) {
         throw createTypedError(
           "VERSION_NOT_SUPPORTED",
@@ -134,7 +134,7 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
         );
       }
       const declared = new Set(
-        (req.header.get("a2a-extensions") ?? "")
+        (req.header.get(headers.a2aExtensions) ?? "")
           .split(",")
           .map((s) => s.trim())
           .filter(Boolean),

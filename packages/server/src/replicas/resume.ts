@@ -3,25 +3,25 @@ import type { HandlerContext } from "@connectrpc/connect";
 import {
   type AgentExtension,
   AgentExtensionSchema,
+  extensionUris,
+  headers,
   type StreamResponse,
   StreamResponseSchema,
-  TaskState,
 } from "@parley/proto";
 import type { TaskEventLog } from "@parley/store";
-import { type Engine, isTerminal } from "../engine/engine.js";
-import { createTypedError, invalidArgument } from "../errors.js";
-import type { Distributed } from "./distributed.js";
+import type { Engine } from "../engine/engine.js";
+import { invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
+import type { LeaseCoordinator } from "./lease-coordinator.js";
 
-export const resumableStreamsUri = "https://parley.dev/extensions/resumable-streams/v1";
 /** Request header of SubscribeToTask: the seq of the last event the client has; the stream starts after it. */
-export const resumeAfterHeader = "parley-resume-after";
+const resumeAfterHeader = headers.resumeAfter;
 /** Response header of SendStreamingMessage and SubscribeToTask: the seq before the stream's first event. */
-export const streamStartHeader = "parley-stream-start";
+const streamStartHeader = headers.streamStart;
 
 /** The agent card entry that documents resumable streams (advertised when replicas share PostgreSQL). */
 export function resumableStreamsExtension(): AgentExtension {
   return create(AgentExtensionSchema, {
-    uri: resumableStreamsUri,
+    uri: extensionUris.resumableStreams,
     description:
       `Every task event has a per-task sequence number. The n-th message of a SendStreamingMessage or SubscribeToTask ` +
       `stream has seq = ${streamStartHeader} (response header) + n. A client that loses a stream calls ` +
@@ -34,7 +34,7 @@ export function resumableStreamsExtension(): AgentExtension {
 
 export interface Resumable {
   readonly events: TaskEventLog;
-  readonly distributed: Distributed;
+  readonly coordinator: LeaseCoordinator;
 }
 
 function resumePoint(ctx: HandlerContext): number | undefined {
@@ -82,17 +82,10 @@ export async function* subscribeFromLog(
 ): AsyncGenerator<StreamResponse> {
   const resumeAfter = resumePoint(ctx);
   const task = await engine.getTask(tenant, taskId);
-  if (!task) throw createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(taskId)} was not found`, { taskId });
+  if (!task) throw taskNotFound(taskId);
   let start = resumeAfter;
   if (start === undefined) {
-    const state = task.status?.state ?? TaskState.UNSPECIFIED;
-    if (isTerminal(state)) {
-      throw createTypedError(
-        "UNSUPPORTED_OPERATION",
-        `task ${taskId} is ${TaskState[state]} (terminal); subscribe only works on tasks that are not finished`,
-        { taskId },
-      );
-    }
+    requireSubscribable(task);
     const latest = await latestRunStart(resumable.events, tenant, taskId);
     if (latest.ended) {
       // A task waiting for input has no running agent: its current state is all there is to send.

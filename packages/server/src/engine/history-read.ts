@@ -1,0 +1,48 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { MessageSchema } from "@parley/proto";
+import type { StoredMessage, ThreadKey, ThreadStore } from "@parley/store";
+import { type HistoryEntry, messageText } from "./history.js";
+import { parleyMetadataOf } from "./parley-metadata.js";
+
+/** Earlier messages of the thread (before `beforeSequence`), oldest first, at most `max`. */
+export async function readHistory(
+  store: ThreadStore,
+  key: ThreadKey,
+  beforeSequence: number,
+  max: number,
+): Promise<HistoryEntry[]> {
+  // The first message of a thread has no history: skip the read.
+  if (max <= 0 || beforeSequence <= 1) return [];
+  const tail = await store.tail(key, max + 1);
+  return tail
+    .filter((m) => m.sequence < beforeSequence)
+    .slice(-max)
+    .map(historyEntry);
+}
+
+/**
+ * History entries of stored messages already decoded: a store may hand back
+ * the same StoredMessage objects turn after turn (LevelDB keeps a thread's
+ * recent tail in memory), and a stored message never changes.
+ */
+const decodedHistory = new WeakMap<StoredMessage, HistoryEntry>();
+
+function historyEntry(stored: StoredMessage): HistoryEntry {
+  let entry = decodedHistory.get(stored);
+  if (entry === undefined) {
+    entry = decodeHistoryEntry(stored);
+    decodedHistory.set(stored, entry);
+  }
+  return entry;
+}
+
+function decodeHistoryEntry(stored: StoredMessage): HistoryEntry {
+  const message = fromBinary(MessageSchema, stored.payload);
+  const source = parleyMetadataOf(message).source;
+  return {
+    sequence: stored.sequence,
+    provenance: stored.provenance,
+    text: messageText(message),
+    ...(source !== undefined ? { source } : {}),
+  };
+}

@@ -1,0 +1,48 @@
+import { toBinary } from "@bufbuild/protobuf";
+import { type Message, MessageSchema } from "@parley/proto";
+import { idLimits } from "@parley/store";
+import type { ParleyConfig } from "../config.js";
+import { createTypedError, invalidArgument } from "../errors.js";
+
+/** Checks an inbound message against the protocol's rules and the configured limits; throws what was wrong. */
+export function validateMessage(message: Message, limits: ParleyConfig["limits"]): void {
+  if (message.messageId === "") throw invalidArgument("message.messageId is required");
+  if (message.parts.length === 0) throw invalidArgument("message.parts must hold at least one part");
+  if (message.parts.length > limits.maxPartsPerMessage) {
+    throw createTypedError(
+      "LIMIT_EXCEEDED",
+      `message has ${message.parts.length} parts; the limit is ${limits.maxPartsPerMessage}`,
+      { limit: "maxPartsPerMessage" },
+    );
+  }
+  for (const [i, part] of message.parts.entries()) {
+    if (part.content.case === undefined)
+      throw invalidArgument(`message.parts[${i}] has no content (text, raw, url or data)`);
+    if (part.content.case === "text" && part.content.value.length > limits.maxTextChars) {
+      throw createTypedError(
+        "LIMIT_EXCEEDED",
+        `message.parts[${i}].text has ${part.content.value.length} characters; the limit is ${limits.maxTextChars}`,
+        { limit: "maxTextChars" },
+      );
+    }
+  }
+  for (const [name, value] of [
+    ["messageId", message.messageId],
+    ["contextId", message.contextId],
+    ["taskId", message.taskId],
+  ] as const) {
+    if (Buffer.byteLength(value) > idLimits[name]) {
+      throw invalidArgument(`message.${name} is ${Buffer.byteLength(value)} bytes; the limit is ${idLimits[name]}`);
+    }
+  }
+}
+
+/** The inbound message's bytes as they will be stored. */
+export function encodeInbound(message: Message): Uint8Array {
+  try {
+    return toBinary(MessageSchema, message);
+  } catch (error) {
+    // A string with a lone surrogate (JSON and in-process callers can carry one; protobuf cannot store it).
+    throw invalidArgument(`message cannot be stored: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}

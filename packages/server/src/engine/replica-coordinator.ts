@@ -1,0 +1,56 @@
+import type { StreamResponse, Task } from "@parley/proto";
+import type { WriteOptions } from "@parley/store";
+import type { TaskRun } from "./task-run.js";
+
+/**
+ * What running as one of several replicas adds to the engine. The engine
+ * always keeps its own in-process busy guard and run table; a coordinator
+ * makes those decisions hold across processes (context leases, fenced writes,
+ * a shared event log, cancels of runs on other replicas). The engine calls
+ * it at fixed points of a run and never asks which kind it has.
+ */
+export interface ReplicaCoordinator {
+  /**
+   * True when this process is the only one on its store: tasks left
+   * unfinished at start were cut off by its own last stop, so the engine ends
+   * them. With replicas, another one may be running them.
+   */
+  readonly ownsUnfinishedTasks: boolean;
+  /** Takes the context for a new run across replicas, or throws CONTEXT_BUSY. Before anything is stored. */
+  acquire(run: TaskRun, continued: boolean): Promise<void>;
+  /** Options that every store write of this run passes (a fence), if any. */
+  writeOptions(run: TaskRun): WriteOptions | undefined;
+  /**
+   * Sees every event a run publishes, in order; it must only enqueue.
+   * Undefined when there is nothing to do, so publishing costs nothing extra.
+   */
+  readonly onPublish: ((run: TaskRun, event: StreamResponse) => void) | undefined;
+  /** After the run's last event: waits until its events are durable, then frees the context. */
+  finish(run: TaskRun): Promise<void>;
+  /** Frees what `acquire` took for a run that never started (its send failed, or was a retry). */
+  release(run: TaskRun): Promise<void>;
+  /**
+   * Cancels a task that runs on another replica and answers with the task
+   * once that run ended; undefined when no replica runs it.
+   */
+  cancelRemote(tenant: string, task: Task): Promise<Task | undefined>;
+  close(): Promise<void>;
+}
+
+/**
+ * The coordinator of a single process (LevelDB): the engine's own busy guard
+ * is the whole truth, writes need no fence and no other process can run a task.
+ */
+export function createLocalCoordinator(): ReplicaCoordinator {
+  const done = Promise.resolve();
+  return {
+    ownsUnfinishedTasks: true,
+    acquire: () => done,
+    writeOptions: () => undefined,
+    onPublish: undefined,
+    finish: () => done,
+    release: () => done,
+    cancelRemote: () => Promise.resolve(undefined),
+    close: () => done,
+  };
+}

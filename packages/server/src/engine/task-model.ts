@@ -1,0 +1,131 @@
+import { randomUUID } from "node:crypto";
+import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
+import {
+  type Artifact,
+  ArtifactSchema,
+  endsTurn,
+  type Message,
+  MessageSchema,
+  PartSchema,
+  Role,
+  type StreamResponse,
+  StreamResponseSchema,
+  type Task,
+  TaskState,
+  TaskStatusSchema,
+} from "@parley/proto";
+import type { TaskRecord } from "@parley/store";
+import { encodeTask } from "./task-encoding.js";
+import type { TaskRun } from "./task-run.js";
+
+/**
+ * The task model: how a task's record, status, messages and artifacts are
+ * built and changed, shared by the engine, its turn runner and the replica
+ * coordinators.
+ */
+
+/** The store record of a task (its state and timestamp indexed, the task itself encoded). */
+export function taskRecord(tenant: string, task: Task): TaskRecord {
+  const stamp = task.status?.timestamp;
+  return {
+    tenant,
+    taskId: task.id,
+    contextId: task.contextId,
+    state: task.status?.state ?? TaskState.UNSPECIFIED,
+    updatedAt: stamp ? timestampMs(stamp) : Date.now(),
+    payload: encodeTask(task),
+  };
+}
+
+/**
+ * A task in this state was being worked on by an agent: when the process (or
+ * replica) that ran it is gone, nobody will finish it. Terminal tasks and
+ * interrupted ones (INPUT_REQUIRED, AUTH_REQUIRED: they wait for the client)
+ * are left alone.
+ */
+export function isCutOffByLostRun(state: TaskState): boolean {
+  return state !== TaskState.UNSPECIFIED && !endsTurn(state);
+}
+
+/** Sets the task's status to `state` now, with an agent message saying why when `text` is given. */
+export function setStatus(task: Task, state: TaskState, text?: string): void {
+  task.status = create(TaskStatusSchema, {
+    state,
+    timestamp: timestampNow(),
+    ...(text !== undefined ? { message: agentMessage(task, text) } : {}),
+  });
+}
+
+/** The message as stored in a task: the caller's message with the ids it belongs to filled in. */
+export function withIds(message: Message, contextId: string, taskId: string): Message {
+  const copy = clone(MessageSchema, message);
+  copy.contextId = contextId;
+  copy.taskId = taskId;
+  if (copy.role === Role.UNSPECIFIED) copy.role = Role.USER;
+  return copy;
+}
+
+export function agentMessage(task: Task, text: string): Message {
+  return create(MessageSchema, {
+    messageId: randomUUID(),
+    contextId: task.contextId,
+    taskId: task.id,
+    role: Role.AGENT,
+    parts: [{ content: { case: "text", value: text } }],
+  });
+}
+
+export function streamEvent(payload: MessageInitShape<typeof StreamResponseSchema>["payload"]): StreamResponse {
+  return create(StreamResponseSchema, { payload });
+}
+
+/** The status update event of the task's current status (set with setStatus first). */
+export function statusEvent(task: Task): StreamResponse {
+  const status = task.status ? clone(TaskStatusSchema, task.status) : undefined;
+  return streamEvent({ case: "statusUpdate", value: { taskId: task.id, contextId: task.contextId, status } });
+}
+
+/** Publishes one append-only artifact update of the run's task. */
+export function publishArtifact(
+  run: TaskRun,
+  artifact: MessageInitShape<typeof ArtifactSchema>,
+  append: boolean,
+  lastChunk: boolean,
+): void {
+  run.publish(
+    streamEvent({
+      case: "artifactUpdate",
+      value: { taskId: run.task.id, contextId: run.task.contextId, artifact, append, lastChunk },
+    }),
+  );
+}
+
+/** Adds parts to the task's artifact `artifactId` (appending to it, or replacing it with `whole`). */
+export function appendArtifact(
+  task: Task,
+  artifactId: string,
+  parts: MessageInitShape<typeof PartSchema>[],
+  append: boolean,
+  whole?: Artifact,
+): void {
+  const existing = task.artifacts.find((a) => a.artifactId === artifactId);
+  const created = parts.map((p) => create(PartSchema, p));
+  if (existing && append) {
+    // Consecutive text chunks fold into one part so the stored task reads as one reply.
+    const last = existing.parts[existing.parts.length - 1];
+    for (const part of created) {
+      if (last && last.content.case === "text" && part.content.case === "text" && part.metadata === undefined) {
+        last.content.value += part.content.value;
+      } else {
+        existing.parts.push(part);
+      }
+    }
+    return;
+  }
+  const artifact = whole
+    ? clone(ArtifactSchema, whole)
+    : create(ArtifactSchema, { artifactId, name: "reply", parts: created });
+  if (existing) task.artifacts.splice(task.artifacts.indexOf(existing), 1, artifact);
+  else task.artifacts.push(artifact);
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from "node:crypto";
+import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import {
+  ArtifactSchema,
+  type Message,
+  MessageSchema,
+  type PartSchema,
+  Role,
+  TaskSchema,
+  TaskState,
+  TaskStatusSchema,
+} from "@parley/proto";
+import type { FencedThreadStore } from "@parley/store";
+import type { Logger } from "pino";
+import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
+import { messageText } from "./history.js";
+import type { ReplicaCoordinator } from "./replica-coordinator.js";
+import { encodeMessage } from "./task-encoding.js";
+import {
+  agentMessage,
+  appendArtifact,
+  publishArtifact,
+  setStatus,
+  statusEvent,
+  streamEvent,
+  taskRecord,
+} from "./task-model.js";
+import { RunStop, type TaskRun } from "./task-run.js";
+
+/** What running a turn needs from the engine. */
+export interface TurnContext {
+  readonly store: FencedThreadStore;
+  readonly coordinator: ReplicaCoordinator;
+  readonly logger: Logger;
+  /** limits.agentStepTimeoutMs */
+  readonly agentStepTimeoutMs: number;
+  /** Frees the run's place in the engine (its busy guard): called once its outcome is stored. */
+  readonly leave: (run: TaskRun) => void;
+}
+
+/**
+ * Runs one turn of an agent to its end: publishes the task's events as the
+ * agent produces them, stores the outcome (reply and final task in one
+ * batch), frees the context, then publishes the final event and ends the run.
+ * Never throws: every failure ends the task FAILED (or CANCELED on request).
+ */
+export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn: AgentTurn): Promise<void> {
+  const timeoutMs = ctx.agentStepTimeoutMs;
+  const timer = setTimeout(
+    () =>
+      run.controller.abort(
+        new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`),
+      ),
+    timeoutMs,
+  );
+  timer.unref();
+  const task = run.task;
+  const artifactId = `reply-${task.history.length}`;
+  let started = false;
+  let working = false;
+  let replyText = "";
+  let textChunks = 0;
+  let finalState: TaskState = TaskState.COMPLETED;
+  let statusText: string | undefined;
+  let directReply: Message | undefined;
+
+  // WORKING is announced only once the agent does work (or says it is working), so a
+  // turn that goes straight to its final state publishes SUBMITTED -> final and nothing else.
+  const start = (asWorking: boolean) => {
+    if (!started) {
+      started = true;
+      run.publish(streamEvent({ case: "task", value: clone(TaskSchema, task) }));
+    }
+    if (asWorking && !working) {
+      working = true;
+      setStatus(task, TaskState.WORKING);
+      run.publish(statusEvent(task));
+    }
+  };
+
+  try {
+    for await (const event of agent.run(turn)) {
+      if (run.controller.signal.aborted) break;
+      if (event.type === "state" && event.state === TaskState.WORKING) {
+        start(true);
+        continue;
+      }
+      if (event.type === "message" && !started) {
+        directReply = create(MessageSchema, {
+          messageId: randomUUID(),
+          contextId: task.contextId,
+          role: Role.AGENT,
+          parts: event.parts,
+        });
+        break;
+      }
+      start(event.type !== "state");
+      applyEvent(run, event, artifactId, textChunks === 0);
+      if (event.type === "text") {
+        replyText += event.text;
+        textChunks++;
+      } else if (event.type === "state") {
+        finalState = event.state;
+        statusText = event.text;
+      } else if (event.type === "message") {
+        statusText = messageText(create(MessageSchema, { parts: event.parts }));
+      }
+    }
+    if (run.controller.signal.aborted) throw run.controller.signal.reason;
+  } catch (error) {
+    const reason = run.controller.signal.aborted ? run.controller.signal.reason : error;
+    if (reason instanceof RunStop && reason.kind === "cancel") {
+      finalState = TaskState.CANCELED;
+      statusText = "canceled on request";
+    } else {
+      const shutdown = reason instanceof RunStop;
+      finalState = TaskState.FAILED;
+      statusText = shutdown
+        ? "interrupted: the server shut down before this task finished"
+        : `agent ${agent.name} failed: ${reason instanceof Error ? reason.message : String(reason)}`;
+      if (!shutdown) ctx.logger.warn({ taskId: run.taskId, err: reason }, "agent failed");
+    }
+  } finally {
+    clearTimeout(timer);
+  }
+
+  try {
+    if (directReply) {
+      await finishWithMessage(ctx, run, directReply);
+      return;
+    }
+    start(false);
+    if (textChunks > 0) {
+      publishArtifact(run, { artifactId, parts: [{ content: { case: "text", value: "" } }] }, true, true);
+    }
+    const replyBody = replyText !== "" ? replyText : statusText;
+    const reply = replyBody !== undefined && replyBody !== "" ? agentMessage(task, replyBody) : undefined;
+    if (reply) task.history.push(reply);
+    setStatus(task, finalState, statusText);
+    await persistOutcome(ctx, run, reply);
+    ctx.leave(run);
+    run.publish(statusEvent(task));
+  } catch (error) {
+    ctx.logger.error({ taskId: run.taskId, err: error }, "could not record the end of a task");
+    ctx.leave(run);
+  } finally {
+    // The run's last event is durable and its context free before anyone sees it end.
+    await ctx.coordinator.finish(run);
+    run.end();
+  }
+}
+
+async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message): Promise<void> {
+  const task = run.task;
+  reply.taskId = "";
+  task.history.push(reply);
+  task.status = create(TaskStatusSchema, { state: TaskState.COMPLETED, timestamp: timestampNow(), message: reply });
+  await persistOutcome(ctx, run, reply);
+  ctx.leave(run);
+  run.publish(streamEvent({ case: "message", value: reply }));
+}
+
+/** Stores the turn's outcome: the reply appended to the thread with the final task, or the task alone. */
+async function persistOutcome(ctx: TurnContext, run: TaskRun, reply: Message | undefined): Promise<void> {
+  const record = taskRecord(run.tenant, run.task);
+  const fenced = ctx.coordinator.writeOptions(run);
+  if (reply) {
+    await ctx.store.append(
+      { tenant: run.tenant, contextId: run.contextId },
+      {
+        messageId: reply.messageId,
+        provenance: "agent",
+        taskId: run.taskId,
+        payload: encodeMessage(reply),
+        // The engine minted this messageId just now: no retry of it can exist.
+        fresh: true,
+      },
+      record,
+      fenced,
+    );
+  } else {
+    await ctx.store.putTask(record, fenced);
+  }
+}
+
+function applyEvent(run: TaskRun, event: AgentEvent, artifactId: string, firstText: boolean): void {
+  const task = run.task;
+  switch (event.type) {
+    case "text": {
+      const part: MessageInitShape<typeof PartSchema> = { content: { case: "text", value: event.text } };
+      appendArtifact(task, artifactId, [part], !firstText);
+      publishArtifact(run, { artifactId, name: "reply", parts: [part] }, !firstText, false);
+      return;
+    }
+    case "artifact": {
+      const artifact = create(ArtifactSchema, event.artifact);
+      if (artifact.artifactId === "") artifact.artifactId = randomUUID();
+      appendArtifact(task, artifact.artifactId, artifact.parts, event.append ?? false, artifact);
+      publishArtifact(run, artifact, event.append ?? false, event.lastChunk ?? false);
+      return;
+    }
+    default:
+      return;
+  }
+}
