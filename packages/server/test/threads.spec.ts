@@ -1,8 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { HistoryOrder, Provenance, TargetKind, type Task } from "@parley/proto";
+import { ErrorInfoSchema, HistoryOrder, Provenance, TargetKind, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
+import { collect, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 describe("ThreadService and TargetService", () => {
   let server: TestServer;
@@ -79,5 +79,43 @@ describe("ThreadService and TargetService", () => {
     await expect(server.threads(as("nope")).listThreads({})).rejects.toSatisfy(
       (e) => ConnectError.from(e).code === Code.Unauthenticated,
     );
+  });
+});
+
+describe("DeleteThread while a task runs", () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer({ agents: [{ name: "echo", type: "echo", options: { delayMs: 40, chunks: 6 } }] });
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it("refuses with CONTEXT_BUSY naming the task, keeps the thread, and deletes once the task ended", async () => {
+    const a2a = server.a2a("connect");
+    const threads = server.threads();
+    const sent = await a2a.sendMessage({
+      message: userMessage("still talking", { contextId: "busy-delete" }),
+      configuration: { returnImmediately: true },
+    });
+    const running = sent.payload.value as Task;
+    const refused = await threads.deleteThread({ contextId: "busy-delete" }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(refused?.code).toBe(Code.Aborted);
+    const info = refused?.findDetails(ErrorInfoSchema)[0];
+    expect(info?.reason).toBe("CONTEXT_BUSY");
+    expect(info?.metadata.taskId).toBe(running.id);
+    expect(refused?.rawMessage).toMatch(/busy/);
+    // Follow the task to its end (it may already have ended, then the subscribe is refused).
+    await collect(a2a.subscribeToTask({ id: running.id })).catch(() => []);
+    for (let i = 0; i < 500 && (await a2a.getTask({ id: running.id })).status?.state !== TaskState.COMPLETED; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await a2a.getTask({ id: running.id })).status?.state).toBe(TaskState.COMPLETED);
+    const history = await threads.getThreadHistory({ contextId: "busy-delete" });
+    expect(history.thread?.messageCount).toBe(2n);
+    expect(await threads.deleteThread({ contextId: "busy-delete" })).toMatchObject({ deleted: true });
   });
 });
