@@ -47,8 +47,8 @@ export {
   storeFailure,
   taskNotFound,
 } from "./errors.js";
-export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
 export { agentHeader, openModeTenant, supportedA2AVersions } from "./interceptors/caller-interceptor.js";
+export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
 export { createLogger, type Logger } from "./logger.js";
 export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
 export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";

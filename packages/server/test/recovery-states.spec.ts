@@ -1,13 +1,28 @@
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { StreamResponseSchema, TaskSchema, TaskState } from "@parley/proto";
-import { createStore, type StoreBackend } from "@parley/store";
+import { createStore } from "@parley/store";
+import pg from "pg";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { endsRun, LeaseCoordinator } from "../src/index.js";
 import { startTestServer } from "./harness.js";
+
+// The local cluster `npm test`'s pretest step starts, unless PARLEY_TEST_PG_URL names another.
+const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+
+async function adminQuery(sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  try {
+    await admin.query(sql);
+  } finally {
+    await admin.end();
+  }
+}
 
 /** The states a run can leave a task in when its process dies, each in its own context. */
 const cutOff = [TaskState.SUBMITTED, TaskState.WORKING, TaskState.INPUT_REQUIRED, TaskState.AUTH_REQUIRED] as const;
@@ -59,9 +74,13 @@ describe("what a lost run leaves behind", () => {
   });
 
   it("when a replica's lease expires, fails its working task and spares both interrupted states", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "parley-lease-sweep-"));
-    // The LevelDB backend of createStore: real in-process leases and event log, the same contracts as PostgreSQL's.
-    const backend: StoreBackend = await createStore({ url: dataDir });
+    // A real PostgreSQL backend (leases only exist where replicas share a database), in a database of its own.
+    const dbName = `parley_sweep_${randomBytes(6).toString("hex")}`;
+    await adminQuery(`CREATE DATABASE ${dbName}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${dbName}`;
+    const backend = await createStore({ url: url.toString() });
+    if (backend.kind !== "postgres") throw new Error("a postgres:// URL must open the PostgreSQL backend");
     const coordinator = new LeaseCoordinator({
       store: backend.store,
       leases: backend.leases,
@@ -74,7 +93,7 @@ describe("what a lost run leaves behind", () => {
     cleanup.push(async () => {
       await coordinator.close();
       await backend.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      await adminQuery(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
     });
     // A replica took each context's lease for its task, then died without releasing any of them.
     for (const state of cutOff) {
