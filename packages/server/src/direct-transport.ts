@@ -1,7 +1,16 @@
-import { create, type DescMessage, type DescService, isMessage, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethodStreaming,
+  type DescMethodUnary,
+  type DescService,
+  isMessage,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
+  type ContextValues,
   createContextValues,
   createHandlerContext,
   type HandlerContext,
@@ -112,15 +121,9 @@ export function createDirectTransport(
         }
       });
       return (await run({
+        ...requestOf(method, header, contextValues, signal),
         stream: false,
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        url: `in-process:///${method.parent.typeName}/${method.name}`,
-        header: new Headers(header),
-        contextValues: contextValues ?? createContextValues(),
         message: asMessage(method.input, input),
-        signal: signal ?? new AbortController().signal,
       })) as UnaryResponse<never, never>;
     },
 
@@ -147,16 +150,28 @@ export function createDirectTransport(
         } satisfies StreamResponse;
       });
       return (await run({
+        ...requestOf(method, header, contextValues, signal),
         stream: true,
-        service: method.parent,
-        method,
-        requestMethod: "POST",
-        url: `in-process:///${method.parent.typeName}/${method.name}`,
-        header: new Headers(header),
-        contextValues: contextValues ?? createContextValues(),
         message: messagesOf(method.input, input),
-        signal: signal ?? new AbortController().signal,
       })) as StreamResponse<never, never>;
     },
+  };
+}
+
+/** What a unary and a streaming in-process request share: the call as the interceptors see it over the network. */
+function requestOf<M extends DescMethodUnary | DescMethodStreaming>(
+  method: M,
+  header: ConstructorParameters<typeof Headers>[0],
+  contextValues: ContextValues | undefined,
+  signal: AbortSignal | undefined,
+) {
+  return {
+    service: method.parent,
+    method,
+    requestMethod: "POST",
+    url: `in-process:///${method.parent.typeName}/${method.name}`,
+    header: new Headers(header),
+    contextValues: contextValues ?? createContextValues(),
+    signal: signal ?? new AbortController().signal,
   };
 }

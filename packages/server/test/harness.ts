@@ -5,7 +5,7 @@ import * as sdk from "@a2a-js/sdk";
 import { ClientFactory, ClientFactoryOptions, type Client as SdkClient } from "@a2a-js/sdk/client";
 import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
 import { toJson } from "@bufbuild/protobuf";
-import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import { type Client, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import {
   createConnectTransport,
   createGrpcTransport,
@@ -131,4 +131,14 @@ export function streamedText(events: readonly StreamResponse[]): string {
   return events
     .map((e) => (e.payload.case === "artifactUpdate" ? messageText(e.payload.value.artifact ?? { parts: [] }) : ""))
     .join("");
+}
+
+/** The error a call fails with, as a ConnectError; fails the test when the call succeeds. */
+export async function failure(call: Promise<unknown> | (() => Promise<unknown>)): Promise<ConnectError> {
+  try {
+    await (typeof call === "function" ? call() : call);
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("expected the call to fail, but it succeeded");
 }

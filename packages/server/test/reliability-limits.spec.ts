@@ -1,17 +1,8 @@
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultConfig, messageText, rateLimitPolicy } from "../src/index.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
-
-async function failure(call: Promise<unknown> | (() => Promise<unknown>)): Promise<ConnectError> {
-  try {
-    await (typeof call === "function" ? call() : call);
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, but it succeeded");
-}
+import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 function info(error: ConnectError) {
   const detail = error.findDetails(ErrorInfoSchema)[0];

@@ -1,21 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, type ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
 import { spawnServer } from "./fixtures/spawn-server.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
-
-async function failure(call: Promise<unknown> | (() => Promise<unknown>)): Promise<ConnectError> {
-  try {
-    await (typeof call === "function" ? call() : call);
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("expected the call to fail, but it succeeded");
-}
+import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 function reasonOf(error: ConnectError): string | undefined {
   return error.findDetails(ErrorInfoSchema)[0]?.reason;

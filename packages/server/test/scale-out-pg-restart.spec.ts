@@ -1,13 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { ConnectError, type createClient } from "@connectrpc/connect";
-import { type A2AService, type StreamResponse, type Task, TaskState } from "@parley/proto";
+import { ConnectError } from "@connectrpc/connect";
+import { type StreamResponse, type Task, TaskState } from "@parley/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnServer } from "./fixtures/spawn-server.js";
+import { createReplicaSet, type Replica } from "./fixtures/replica-set.js";
 import { sendRequest, streamedText } from "./harness.js";
 import { type PrivatePostgres, startPrivatePostgres } from "./private-postgres.js";
 
@@ -19,41 +15,13 @@ const leaseTtlMs = 6000;
 // Each reply streams in 8 chunks of this delay, so a reply started before the restart is still running during it.
 const echoDelayMs = 300;
 
-interface Replica {
-  readonly child: ChildProcess;
-  readonly client: ReturnType<typeof createClient<typeof A2AService>>;
-  readonly manager: { abort(): void };
-  readonly exited: Promise<unknown>;
-  stderr(): string;
-}
-
 let postgres: PrivatePostgres | undefined;
-const replicas: Replica[] = [];
-const dirs: string[] = [];
-
-async function startReplica(storeUrl: string): Promise<Replica> {
-  const dataDir = mkdtempSync(join(tmpdir(), "parley-replica-"));
-  dirs.push(dataDir);
-  const server = await spawnServer({
-    dataDir,
-    env: {
-      PARLEY_STORE_URL: storeUrl,
-      PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
-      PARLEY_SWEEP_MS: "250",
-      PARLEY_ECHO_DELAY_MS: String(echoDelayMs),
-      PARLEY_RATE_LIMIT: "0",
-    },
-  });
-  const replica = {
-    child: server.child,
-    client: server.a2a(),
-    manager: { abort: () => server.closeClients() },
-    exited: server.exited,
-    stderr: server.stderr,
-  };
-  replicas.push(replica);
-  return replica;
-}
+const replicaSet = createReplicaSet({
+  PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
+  PARLEY_ECHO_DELAY_MS: String(echoDelayMs),
+});
+const { replicas } = replicaSet;
+const startReplica = (storeUrl: string) => replicaSet.start(storeUrl);
 
 const replyText = (task: Task) =>
   task.artifacts
@@ -119,12 +87,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const r of replicas) {
-    r.child.kill("SIGKILL");
-    r.manager.abort();
-  }
-  await Promise.all(replicas.map((r) => r.exited));
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await replicaSet.stopAll();
   await postgres?.destroy();
 }, 30_000);
 

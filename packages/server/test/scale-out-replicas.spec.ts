@@ -1,13 +1,9 @@
-import type { ChildProcess } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { ConnectError, type createClient } from "@connectrpc/connect";
-import { type A2AService, type StreamResponse, TaskState } from "@parley/proto";
+import { ConnectError } from "@connectrpc/connect";
+import { type StreamResponse, TaskState } from "@parley/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnServer } from "./fixtures/spawn-server.js";
+import { createReplicaSet, type Replica } from "./fixtures/replica-set.js";
 import { sendRequest, streamedText } from "./harness.js";
 
 // Real replicas: separate `node dist/main.js` processes on loopback sharing one PostgreSQL database.
@@ -21,42 +17,9 @@ const dbUrl = (() => {
 })();
 const leaseTtlMs = 1500;
 
-interface Replica {
-  readonly child: ChildProcess;
-  readonly address: string;
-  readonly client: ReturnType<typeof createClient<typeof A2AService>>;
-  readonly manager: { abort(): void };
-  readonly exited: Promise<unknown>;
-  stderr(): string;
-}
-
-const replicas: Replica[] = [];
-const dirs: string[] = [];
-
-async function startReplica(): Promise<Replica> {
-  const dataDir = mkdtempSync(join(tmpdir(), "parley-replica-"));
-  dirs.push(dataDir);
-  const server = await spawnServer({
-    dataDir,
-    env: {
-      PARLEY_STORE_URL: dbUrl,
-      PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
-      PARLEY_SWEEP_MS: "250",
-      PARLEY_ECHO_DELAY_MS: "120",
-      PARLEY_RATE_LIMIT: "0",
-    },
-  });
-  const replica = {
-    child: server.child,
-    address: server.address,
-    client: server.a2a(),
-    manager: { abort: () => server.closeClients() },
-    exited: server.exited,
-    stderr: server.stderr,
-  };
-  replicas.push(replica);
-  return replica;
-}
+const replicaSet = createReplicaSet({ PARLEY_LEASE_TTL_MS: String(leaseTtlMs), PARLEY_ECHO_DELAY_MS: "120" });
+const { replicas } = replicaSet;
+const startReplica = () => replicaSet.start(dbUrl);
 
 async function kill(replica: Replica): Promise<void> {
   replica.child.kill("SIGKILL");
@@ -90,12 +53,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  for (const r of replicas) {
-    r.child.kill("SIGKILL");
-    r.manager.abort();
-  }
-  await Promise.all(replicas.map((r) => r.exited));
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await replicaSet.stopAll();
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
