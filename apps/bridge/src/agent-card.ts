@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { toJsonString } from "@bufbuild/protobuf";
 import { type AgentCard, AgentCardSchema } from "@parley/proto";
+import { noteRequest } from "@parley/server";
 import type { AgentCheck, CardSource } from "./card-source.js";
 import { sendJson } from "./http-response.js";
 import type { Logger } from "./logger.js";
@@ -36,6 +37,7 @@ function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
 export function createCardHandler(options: CardHandlerOptions): CardHandler {
   const { cards, checkAgent, jsonRpcUrlOf, logger } = options;
   return async (req, res, url, agent) => {
+    noteRequest(res, { method: "agent-card" });
     if (req.method !== "GET" && req.method !== "HEAD") {
       sendJson(
         res,

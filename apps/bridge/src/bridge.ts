@@ -1,6 +1,14 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Transport } from "@connectrpc/connect";
+import {
+  createHealthMonitor,
+  createHttpFront,
+  createObservability,
+  type HealthMonitor,
+  type Observability,
+  trackHttpRequests,
+} from "@parley/server";
 import { createCardHandler } from "./agent-card.js";
 import { type CardSource, createAgentCheck } from "./card-source.js";
 import { sendJson } from "./http-response.js";
@@ -26,6 +34,10 @@ export interface BridgeOptions {
   readonly keepAliveMs?: number;
   readonly limits?: Partial<BridgeLimits>;
   readonly logger?: Logger;
+  /** Metrics, request log and CORS policy; in embedded mode the server's, so /metrics shows the whole process. */
+  readonly observability?: Observability;
+  /** What /readyz reports: the server's monitor in embedded mode, the upstream's health in remote mode. */
+  readonly health?: HealthMonitor;
 }
 
 export interface Bridge {
@@ -61,7 +73,10 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     logger,
   });
 
-  const server = createServer((req, res) => {
+  const observability = options.observability ?? createObservability(logger);
+  // Without a monitor of its own the bridge is ready while it is not draining.
+  const health = options.health ?? createHealthMonitor({ probe: async () => ({}) });
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://bridge.invalid");
     const route = matchRoute(url.pathname);
     if (closing) {
@@ -70,11 +85,6 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     }
     if (!route) {
       sendJson(res, 404, { error: `no route for ${url.pathname}; ${knownPaths}` });
-      return;
-    }
-    if (route.kind === "health") {
-      res.writeHead(200, { "Content-Type": "text/plain" });
-      res.end("ok\n");
       return;
     }
     const work = route.kind === "card" ? serveCard(req, res, url, route.agent) : serveRpc(req, res, url, route.agent);
@@ -91,7 +101,11 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
         res.destroy();
       }
     });
-  });
+  };
+  // The front (request id, CORS, /healthz, /readyz, /metrics) first, then the tracked JSON-RPC and card routes.
+  const server = createServer(
+    createHttpFront({ observability, health }, trackHttpRequests(observability, "jsonrpc", handle)),
+  );
   server.on("clientError", (error, socket) => {
     logger.debug({ err: error }, "malformed HTTP request");
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
@@ -117,6 +131,7 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     server,
     close() {
       closed ??= (async () => {
+        health.drain();
         closing = true;
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         const streamsEnded = sse.closeAll("the bridge is shutting down; resubscribe to the task to follow it");

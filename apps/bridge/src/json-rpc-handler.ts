@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { isMessage, type Message } from "@bufbuild/protobuf";
 import { ConnectError, type Transport } from "@connectrpc/connect";
 import { parleyErrorDomain, SendMessageRequestSchema, headers as wire } from "@parley/proto";
+import { noteRequest } from "@parley/server";
 import type { AgentCheck } from "./card-source.js";
 import { sendJson } from "./http-response.js";
 import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
@@ -97,6 +98,8 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       method = envelope.method;
       const version = checkVersion(negotiateVersion(req, url).version);
       const spec = findMethod(version, envelope.method);
+      // Only a known method names the metrics label: what a client typed could be anything.
+      noteRequest(res, { method: spec.name });
       const input = spec.parse(envelope.params);
       checkParts(input, limits.maxPartsPerMessage);
       const headers = upstreamHeaders(req, version, agent);
@@ -110,7 +113,11 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
           id,
           resume,
           upstreamAbort,
-          failure: (error) => failure(error, spec.name).toObject(),
+          failure: (error) => {
+            const rpcError = failure(error, spec.name);
+            noteRequest(res, { code: String(rpcError.code), error: rpcError.message });
+            return rpcError.toObject();
+          },
         });
       } else {
         const output = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<Message>);
@@ -119,6 +126,7 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
     } catch (error) {
       if (upstreamAbort.signal.aborted && res.destroyed) return;
       const rpcError = failure(error, method);
+      noteRequest(res, { code: String(rpcError.code), error: rpcError.message });
       sendJson(res, rpcError.httpStatus, { jsonrpc: "2.0", id, error: rpcError.toObject() }, rpcError.options.headers);
       if (rpcError.httpStatus === 413) req.destroy();
     }

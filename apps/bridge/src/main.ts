@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import {
   ConfigError,
+  createHealthMonitor,
+  createObservability,
   createParley,
   exitOnSignals,
   type LoadedConfig,
@@ -8,6 +10,8 @@ import {
   type Parley,
   renderHelp,
   startNotices,
+  startTracing,
+  stopTracing,
 } from "@parley/server";
 import { type BridgeOptions, createBridge } from "./bridge.js";
 import { createBridgeLogger } from "./logger.js";
@@ -16,7 +20,7 @@ import { createRemoteUpstream } from "./upstream.js";
 
 /** Settings a remote-mode bridge uses itself; every other flag would configure a server it does not run. */
 function isRemoteModeSetting(path: string): boolean {
-  return path.startsWith("bridge.") || path === "logLevel";
+  return path.startsWith("bridge.") || path.startsWith("operations.") || path === "logLevel";
 }
 
 function load(): LoadedConfig {
@@ -47,6 +51,13 @@ async function main(): Promise<void> {
     process.stdout.write(`${renderHelp("parley-bridge")}\n`);
     return;
   }
+  try {
+    // The first pipeline of the process wins, so the embedded server's spans carry the bridge's service name.
+    await startTracing("parley-bridge");
+  } catch (error) {
+    process.stderr.write(`parley-bridge: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
   const logger = createBridgeLogger(config.logLevel);
   const { upstream } = config.bridge;
   const bridgeOptions = {
@@ -58,16 +69,28 @@ async function main(): Promise<void> {
   };
 
   let parley: Parley | undefined;
-  let connection: Pick<BridgeOptions, "upstream" | "cards" | "grpcAddress">;
+  let connection: Pick<BridgeOptions, "upstream" | "cards" | "grpcAddress" | "observability" | "health">;
   let closeUpstream = () => {};
   if (upstream === undefined) {
     parley = await createParley(config, { logger: logger.child({ component: "server" }) });
     const { address } = await parley.listen();
-    connection = { upstream: parley.inProcessTransport(), cards: parley, grpcAddress: address };
+    connection = {
+      upstream: parley.inProcessTransport(),
+      cards: parley,
+      grpcAddress: address,
+      observability: parley.observability,
+      health: parley.health,
+    };
   } else {
     const remote = createRemoteUpstream(upstream);
     closeUpstream = () => remote.close();
-    connection = { upstream: remote.transport, cards: remote.cards, grpcAddress: new URL(upstream).host };
+    connection = {
+      upstream: remote.transport,
+      cards: remote.cards,
+      grpcAddress: new URL(upstream).host,
+      observability: createObservability(logger, config.operations),
+      health: createHealthMonitor({ probe: (signal) => remote.readiness(signal) }),
+    };
   }
   const { grpcAddress } = connection;
   const bridge = await createBridge({ ...connection, ...bridgeOptions });
@@ -82,7 +105,13 @@ async function main(): Promise<void> {
   // In remote mode the server's own start line says how it is protected.
   const notices = parley ? startNotices(config, config.notices, logger) : [];
   // Before the banner: a supervisor may send SIGTERM as soon as it reads the ready line.
-  exitOnSignals(logger, () => bridge.close().then(() => (parley ? parley.close() : closeUpstream())));
+  exitOnSignals(logger, async () => {
+    // Readiness turns false on both ports before either stops accepting.
+    parley?.health.drain();
+    await bridge.close();
+    await (parley ? parley.close() : closeUpstream());
+    await stopTracing();
+  });
   process.stdout.write(
     [
       `parley-bridge (${parley ? "embedded" : `remote: ${upstream}`})`,

@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { headers as wire } from "@parley/proto";
+import { injectTraceHeaders } from "@parley/server";
 import type { ProtocolVersion } from "./methods.js";
 
 /** One request header as a string; repeated headers are joined with commas, as HTTP allows. */
@@ -16,5 +17,9 @@ export function upstreamHeaders(req: IncomingMessage, version: ProtocolVersion, 
   const extensions = headerValue(req, wire.a2aExtensions) ?? headerValue(req, wire.a2aExtensionsV03);
   if (extensions) headers.set(wire.a2aExtensions, extensions);
   if (agent !== undefined) headers.set(wire.agent, agent);
-  return headers;
+  // The request id the HTTP front assigned, so the server's line for the upstream call carries the same one.
+  const requestId = headerValue(req, wire.requestId);
+  if (requestId) headers.set(wire.requestId, requestId);
+  // The current span (the bridge's JSON-RPC span) becomes the parent of the server's RPC span.
+  return injectTraceHeaders(headers);
 }

@@ -1,10 +1,13 @@
-/** Where the bridge serves what: JSON-RPC at / and /agents/<name>/, agent cards below each, a health check. */
+/**
+ * Where the bridge serves what: JSON-RPC at / and /agents/<name>/, agent cards below each. /healthz, /readyz
+ * and /metrics are answered before routing, by the HTTP front both ports share.
+ */
 
 export const agentCardPath = "/.well-known/agent-card.json";
 const agentPathPattern = /^\/agents\/([^/]+)(\/.*)?$/;
 
 export interface Route {
-  readonly kind: "rpc" | "card" | "health";
+  readonly kind: "rpc" | "card";
   /** The named agent of /agents/<name>/...; absent for the default agent. */
   readonly agent?: string;
 }
@@ -15,7 +18,6 @@ export const knownPaths = `JSON-RPC is served at / and /agents/<name>/, agent ca
 export function matchRoute(pathname: string): Route | undefined {
   if (pathname === "/") return { kind: "rpc" };
   if (pathname === agentCardPath) return { kind: "card" };
-  if (pathname === "/healthz") return { kind: "health" };
   const match = agentPathPattern.exec(pathname);
   if (!match) return undefined;
   let agent: string;

@@ -6,6 +6,7 @@ import {
   type AgentCard,
   AgentCardSchema,
   AgentInterfaceSchema,
+  grpcHealthV1,
   TargetKind,
   TargetService,
   headers as wire,
@@ -16,6 +17,8 @@ export interface RemoteUpstream {
   readonly transport: Transport;
   /** Agent names and cards, read from the remote server. */
   readonly cards: CardSource;
+  /** The readiness of the remote server, read from its grpc.health.v1.Health/Check ("ok" when SERVING). */
+  readiness(signal: AbortSignal): Promise<Record<string, string>>;
   /** Drops the HTTP/2 connection, so the remote server's graceful close does not wait on it. */
   close(): void;
 }
@@ -38,6 +41,7 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
   const transport = createConnectTransport({ httpVersion: "2", baseUrl, useBinaryFormat: true, sessionManager });
   const a2a = createClient(A2AService, transport);
   const targets = createClient(TargetService, transport);
+  const health = createClient(grpcHealthV1.Health, transport);
   let names: Promise<string[]> | undefined;
 
   const agentNames = () => {
@@ -54,6 +58,17 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
   return {
     transport,
     close: () => sessionManager.abort(),
+    async readiness(signal) {
+      try {
+        const { status } = await health.check({ service: "" }, { signal });
+        const name = grpcHealthV1.HealthCheckResponse_ServingStatus[status];
+        return {
+          upstream: status === grpcHealthV1.HealthCheckResponse_ServingStatus.SERVING ? "ok" : `upstream is ${name}`,
+        };
+      } catch (error) {
+        return { upstream: `upstream health check failed: ${(error as Error).message}` };
+      }
+    },
     cards: {
       agentNames,
       async agentCard({ jsonRpcUrl, grpcAddress, agent }): Promise<AgentCard> {

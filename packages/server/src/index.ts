@@ -47,12 +47,59 @@ export {
   storeFailure,
   taskNotFound,
 } from "./errors.js";
-export { agentHeader, openModeTenant, supportedA2AVersions } from "./interceptors/caller-interceptor.js";
+export {
+  type CheckResult,
+  createHealthMonitor,
+  type HealthMonitor,
+  type HealthMonitorOptions,
+  type Readiness,
+  type ReadinessProbe,
+} from "./health/health-monitor.js";
+export { createHealthServiceImpl } from "./health/health-service.js";
+export { agentHeader, openModeTenant, supportedA2AVersions, tenantIn } from "./interceptors/caller-interceptor.js";
 export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
+export { type Cors, type CorsVerdict, createCors, parseCorsOrigin } from "./listen/cors.js";
+export {
+  createDualProtocolServer,
+  type DualProtocolHandler,
+  type DualProtocolServer,
+} from "./listen/dual-protocol-server.js";
+export {
+  createHttpFront,
+  type HttpFrontOptions,
+  type NodeRequest,
+  type NodeResponse,
+  noteRequest,
+  requestIdOf,
+  trackHttpRequests,
+} from "./listen/http-front.js";
 export { createLogger, type Logger } from "./logger.js";
+export { instrumentAgent, instrumentStore } from "./observability/instrument.js";
+export {
+  createParleyMetrics,
+  type ParleyMetrics,
+  type PushOutcome,
+  type RequestProtocol,
+} from "./observability/metrics.js";
+export { createObservability, type Observability } from "./observability/observability.js";
+export { defaultOperationsOptions, type OperationsOptions } from "./observability/operations-options.js";
+export { createRequestLog, type FinishedRequest, type RequestLog } from "./observability/request-log.js";
+export { codeName, createObservingInterceptor } from "./observability/rpc-interceptor.js";
+export {
+  extractTraceContext,
+  injectTraceHeaders,
+  otlpProtocols,
+  startTracing,
+  stopTracing,
+  type TracingPipeline,
+  type TracingSettings,
+  tracingActive,
+  tracingSettingsFromEnv,
+} from "./observability/tracing.js";
 export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
 export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";
 export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader } from "./push/push-delivery.js";
+export { createReflectionServices, type ReflectionServices } from "./reflection/reflection-service.js";
 export { endsRun, LeaseCoordinator, type LeaseCoordinatorOptions } from "./replicas/lease-coordinator.js";
 export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";
 export { threadTargetPrefix } from "./services/target-service.js";

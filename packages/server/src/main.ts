@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError, configHelp, type LoadedConfig, loadConfig } from "./config.js";
 import { createLogger } from "./logger.js";
+import { startTracing, stopTracing } from "./observability/tracing.js";
 import { createParley } from "./parley.js";
 import { exitOnSignals } from "./shutdown.js";
 import { startNotices } from "./start-notices.js";
@@ -18,15 +19,22 @@ async function main(): Promise<void> {
     process.stdout.write(`${configHelp}\n`);
     return;
   }
+  try {
+    await startTracing("parley-server");
+  } catch (error) {
+    // An OTEL_* variable Parley cannot honour; the message names it.
+    process.stderr.write(`parley-server: ${(error as Error).message}\n`);
+    process.exit(2);
+  }
   const logger = createLogger(config.logLevel);
   const parley = await createParley(config, { logger });
   const { address } = await parley.listen();
   const notices = startNotices(config, config.notices, logger);
   // Before the banner: a supervisor may send SIGTERM as soon as it reads the ready line.
-  exitOnSignals(logger, () => parley.close());
+  exitOnSignals(logger, () => parley.close().then(stopTracing));
   process.stdout.write(
     [
-      `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over h2c); data in ${config.storeUrl ? "PostgreSQL" : config.dataDir}; agents: ${parley.agentNames().join(", ")}`,
+      `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over h2c; Connect and gRPC-Web also over HTTP/1.1); data in ${config.storeUrl ? "PostgreSQL" : config.dataDir}; agents: ${parley.agentNames().join(", ")}`,
       ...notices.map((n) => `  ${n}`),
       "",
     ].join("\n"),

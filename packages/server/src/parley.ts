@@ -1,10 +1,21 @@
 import { setMaxListeners } from "node:events";
-import * as http2 from "node:http2";
-import type { AddressInfo } from "node:net";
 import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { A2AService, type AgentCard, SessionService, TargetService, ThreadService } from "@parley/proto";
-import { createStore, type ThreadStore } from "@parley/store";
+import {
+  A2AService,
+  type AgentCard,
+  file_lf_a2a_v1_a2a,
+  file_parley_v1_session,
+  file_parley_v1_target,
+  file_parley_v1_thread,
+  grpcHealthV1,
+  grpcReflectionV1,
+  grpcReflectionV1alpha,
+  SessionService,
+  TargetService,
+  ThreadService,
+} from "@parley/proto";
+import { createStore, type PostgresBackend, type StoreBackend, type ThreadStore } from "@parley/store";
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
@@ -13,10 +24,20 @@ import type { ParleyConfig } from "./config.js";
 import { createDirectTransport } from "./direct-transport.js";
 import { Engine } from "./engine/engine.js";
 import { createLocalCoordinator, type ReplicaCoordinator } from "./engine/replica-coordinator.js";
-import { createCallerInterceptor } from "./interceptors/caller-interceptor.js";
+import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
+import { createHealthServiceImpl } from "./health/health-service.js";
+import { createCallerInterceptor, tenantIn } from "./interceptors/caller-interceptor.js";
+import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
+import { createHttpFront } from "./listen/http-front.js";
 import { createLogger, type Logger } from "./logger.js";
+import { instrumentAgent, instrumentStore, traceTurn } from "./observability/instrument.js";
+import { createObservability, type Observability } from "./observability/observability.js";
+import type { OperationsOptions } from "./observability/operations-options.js";
+import { createObservingInterceptor } from "./observability/rpc-interceptor.js";
+import { startTracing, tracingActive } from "./observability/tracing.js";
 import { createPushConfigs } from "./push/push-configs.js";
 import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
+import { createReflectionServices } from "./reflection/reflection-service.js";
 import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
 import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
@@ -29,11 +50,18 @@ export interface Parley {
   readonly engine: Engine;
   readonly store: ThreadStore;
   readonly logger: Logger;
+  /** Metrics, request log and CORS policy; an embedded bridge shares them. */
+  readonly observability: Observability;
+  /** Readiness (store, PostgreSQL pool, draining), behind /readyz and grpc.health.v1. */
+  readonly health: HealthMonitor;
   /** Registers every Parley service on a Connect router. */
   readonly routes: (router: ConnectRouter) => void;
   /** A Connect transport to every service in this process: no network hop, interceptors included. */
   inProcessTransport(): Transport;
-  /** Starts the h2c listener (gRPC, Connect and gRPC-Web over HTTP/2); resolves to "host:port". */
+  /**
+   * Starts the listener: gRPC, Connect and gRPC-Web over HTTP/2 (h2c), and
+   * Connect and gRPC-Web over HTTP/1.1 for browsers, on one port; resolves to "host:port".
+   */
   listen(): Promise<{ readonly address: string }>;
   /** The agent card of an agent (the default one when `agent` is omitted). */
   agentCard(options: AdvertisedEndpoints & { readonly agent?: string }): AgentCard;
@@ -49,16 +77,23 @@ export interface Parley {
 
 export interface CreateParleyOptions {
   readonly logger?: Logger;
+  /** Overrides of config.operations (CORS origins, metrics, request logs), for embedders and tests. */
+  readonly operations?: Partial<OperationsOptions>;
 }
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
   const logger = options.logger ?? createLogger(config.logLevel);
+  // Before anything is instrumented: with OTEL_* unset this is one resolved promise and no SDK.
+  await startTracing("parley-server");
+  const observability = createObservability(logger, { ...config.operations, ...options.operations });
+  const { metrics } = observability;
   // A postgres:// storeUrl makes this process one of N replicas sharing that database; else LevelDB in dataDir.
   const backend = await createStore({
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
     onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
   });
-  const store = backend.store;
+  const rawStore = backend.store;
+  const store = instrumentStore(rawStore, metrics);
   let agents: Agent[];
   try {
     agents = createAgents(config.agents, config.peers, `parley@${config.host}:${config.port}`);
@@ -75,16 +110,21 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           events: backend.events,
           logger,
           ...config.scaleOut,
+          ...(metrics ? { onTakeover: () => metrics.leaseTakeover() } : {}),
         })
       : undefined;
   const coordinator: ReplicaCoordinator = leases ?? createLocalCoordinator();
   const resumable: Resumable | undefined =
     leases && backend.kind === "postgres" ? { events: backend.events, coordinator: leases } : undefined;
   // Session steps reach agents through this guard so silence tokens and repeats are never stored.
-  const agentsByName = new Map(agents.map((a) => [a.name, guardSessionSteps(a, config.sessions.silenceTokens)]));
+  const agentsByName = new Map(
+    agents.map((a) => [a.name, guardSessionSteps(instrumentAgent(a, metrics), config.sessions.silenceTokens)]),
+  );
   const push = config.capabilities.pushNotifications ? createPushConfigs({ store, config }) : undefined;
   // Without push the engine gets no listener at all, so publishing a task event costs nothing extra.
-  const delivery: PushDelivery | undefined = push ? createPushDelivery({ configs: push, config, logger }) : undefined;
+  const delivery: PushDelivery | undefined = push
+    ? createPushDelivery({ configs: push, config, logger, ...(metrics ? { metrics } : {}) })
+    : undefined;
   const engine = new Engine({
     store,
     agents: agentsByName,
@@ -92,7 +132,9 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     logger,
     ...(delivery ? { onEvent: delivery.onEvent } : {}),
     coordinator,
+    ...(tracingActive() ? { wrapTurn: (run, agent, work) => traceTurn(agent, run.taskId, work) } : {}),
   });
+  metrics?.watchRunningTasks(() => engine.runningCount);
   // With replicas, another one may be running any unfinished task: expired leases are the sweeper's.
   if (coordinator.ownsUnfinishedTasks) await engine.recover();
 
@@ -109,7 +151,9 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     return card;
   };
 
-  const interceptors = [createCallerInterceptor(config, names)];
+  const observing = createObservingInterceptor(observability, tenantIn);
+  const interceptors = [observing, createCallerInterceptor(config, names)];
+  const health = createHealthMonitor({ probe: readinessProbe(rawStore, backend) });
   // One instance for every router (listener and in-process), so they share the conversations.
   const sessionService = createSessionServiceImpl({
     engine,
@@ -136,8 +180,32 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     { service: SessionService, impl: sessionService },
     { service: TargetService, impl: createTargetServiceImpl({ store, agents, peers: config.peers }) },
   ] as const;
+  const serviceNames = services.map((s) => s.service.typeName);
+  const reflection = createReflectionServices(
+    [
+      file_lf_a2a_v1_a2a,
+      file_parley_v1_thread,
+      file_parley_v1_session,
+      file_parley_v1_target,
+      grpcHealthV1.file_grpc_health_v1_health,
+      grpcReflectionV1.file_grpc_reflection_v1_reflection,
+      grpcReflectionV1alpha.file_grpc_reflection_v1alpha_reflection,
+    ],
+    [
+      ...serviceNames,
+      grpcHealthV1.Health.typeName,
+      grpcReflectionV1.ServerReflection.typeName,
+      grpcReflectionV1alpha.ServerReflection.typeName,
+    ],
+  );
+  // Health and reflection answer without credentials or rate limits (probes and grpcurl carry no API key):
+  // service-level interceptors replace the router's, so only the observing one runs for them.
+  const openServiceOptions = { interceptors: [observing] };
   const routes = (router: ConnectRouter) => {
     for (const { service, impl } of services) router.service(service, impl as never);
+    router.service(grpcHealthV1.Health, createHealthServiceImpl(health, serviceNames), openServiceOptions);
+    router.service(grpcReflectionV1.ServerReflection, reflection.v1, openServiceOptions);
+    router.service(grpcReflectionV1alpha.ServerReflection, reflection.v1alpha, openServiceOptions);
   };
   const shutdown = new AbortController();
   // Every in-flight RPC listens on the shutdown signal; thousands of open streams are expected.
@@ -148,8 +216,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     shutdownSignal: shutdown.signal,
   };
 
-  let server: http2.Http2Server | undefined;
-  const sessions = new Set<http2.ServerHttp2Session>();
+  let server: DualProtocolServer | undefined;
   let closing: Promise<void> | undefined;
 
   const parley: Parley = {
@@ -157,6 +224,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     engine,
     store,
     logger,
+    observability,
+    health,
     routes,
     inProcessTransport: () =>
       createDirectTransport(new Map(services.map((s) => [s.service.typeName, s])), interceptors, shutdown.signal),
@@ -168,49 +237,30 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         routes,
         ...routerOptions,
         fallback(req, res) {
-          if (req.url === "/healthz") {
-            res.writeHead(200, { "content-type": "text/plain" });
-            res.end("ok\n");
-            return;
-          }
           res.writeHead(404, { "content-type": "text/plain" });
           res.end(`no such RPC: ${req.url}\n`);
         },
       });
-      const listener = http2.createServer({}, handler);
-      listener.on("session", (session) => {
-        sessions.add(session);
-        session.once("close", () => sessions.delete(session));
-      });
-      await new Promise<void>((resolve, reject) => {
-        listener.once("error", reject);
-        listener.listen(config.port, config.host, () => {
-          listener.off("error", reject);
-          resolve();
-        });
-      });
+      const listener = createDualProtocolServer(createHttpFront({ observability, health }, handler));
+      const { port } = await listener.listen(config.port, config.host);
       server = listener;
-      const { port } = listener.address() as AddressInfo;
       const host = config.host.includes(":") ? `[${config.host}]` : config.host;
       const address = `${host}:${port}`;
       advertised = { ...advertised, grpcAddress: address };
-      logger.info({ address }, "serving gRPC, Connect and gRPC-Web over h2c");
+      logger.info(
+        { address },
+        "serving gRPC, Connect and gRPC-Web (HTTP/2 h2c; Connect and gRPC-Web also over HTTP/1.1)",
+      );
       return { address };
     },
     close() {
       closing ??= (async () => {
+        // Health checks answer NOT_SERVING from here on, while running tasks finish and the port still accepts.
+        health.drain();
         await engine.shutdown(config.shutdownGraceMs);
         await delivery?.close();
         shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
-        if (server) {
-          const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
-          for (const session of sessions) session.close();
-          const timer = setTimeout(() => {
-            for (const session of sessions) session.destroy();
-          }, 1_000);
-          await closed;
-          clearTimeout(timer);
-        }
+        await server?.close();
         await coordinator.close();
         await backend.close();
         logger.info("stopped");
@@ -219,4 +269,27 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     },
   };
   return parley;
+}
+
+/** Readiness: the store answers a read, and with PostgreSQL the pool hands out a connection that answers. */
+function readinessProbe(store: ThreadStore, backend: StoreBackend) {
+  return async (): Promise<Record<string, string>> => {
+    const checks: Record<string, string> = {};
+    // createStore's PostgreSQL backend is a PostgresBackend: its pool is what readiness checks.
+    const pool = backend.kind === "postgres" && "pool" in backend ? (backend as PostgresBackend).pool : undefined;
+    await Promise.all([
+      store.getThread({ tenant: "parley-readiness", contextId: "probe" }).then(
+        () => (checks.store = "ok"),
+        (error: unknown) => (checks.store = `the store failed a read: ${(error as Error).message}`),
+      ),
+      pool
+        ? pool.query("SELECT 1").then(
+            () => (checks.postgresPool = "ok"),
+            (error: unknown) =>
+              (checks.postgresPool = `no PostgreSQL connection (${pool.totalCount} open, ${pool.waitingCount} waiting): ${(error as Error).message}`),
+          )
+        : undefined,
+    ]);
+    return checks;
+  };
 }

@@ -14,6 +14,7 @@ import {
 import type { PeerConfig } from "../config.js";
 import { messageText } from "../engine/history.js";
 import { parleyMetadataKey } from "../engine/parley-metadata.js";
+import { injectTraceHeaders } from "../observability/tracing.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 import { peerRequestHeaders } from "./peer-headers.js";
 
@@ -50,7 +51,10 @@ export function createA2APeerAgent(options: {
     description: peer.description ?? `Remote A2A agent ${peer.name} (${peer.protocol}, ${peer.url})`,
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       if (grpc) {
-        for await (const event of grpc.sendStreamingMessage(request(turn), { signal: turn.signal, headers })) {
+        for await (const event of grpc.sendStreamingMessage(request(turn), {
+          signal: turn.signal,
+          headers: injectTraceHeaders({ ...headers }),
+        })) {
           yield* eventsOf(event);
         }
         return;
@@ -58,7 +62,7 @@ export function createA2APeerAgent(options: {
       const response = await fetch(peer.url, {
         method: "POST",
         signal: turn.signal,
-        headers: { "content-type": "application/json", ...headers },
+        headers: injectTraceHeaders({ "content-type": "application/json", ...headers }),
         body: JSON.stringify({
           jsonrpc: "2.0",
           id: 1,

@@ -1,4 +1,5 @@
 import { createParser } from "eventsource-parser";
+import { injectTraceHeaders } from "../observability/tracing.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 
 export interface OpenAIAgentOptions {
@@ -29,11 +30,11 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
       const response = await fetch(url, {
         method: "POST",
         signal: turn.signal,
-        headers: {
+        headers: injectTraceHeaders({
           "content-type": "application/json",
           accept: "text/event-stream",
           ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
-        },
+        }),
         body: JSON.stringify({
           model: options.model,
           stream: true,

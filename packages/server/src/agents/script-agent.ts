@@ -2,6 +2,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Phase, SessionService, StopReason } from "@parley/proto";
 import type { PeerConfig } from "../config.js";
+import { injectTraceHeaders } from "../observability/tracing.js";
 import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "../sessions/session-ref.js";
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 
@@ -106,10 +107,10 @@ export function createScriptAgent(options: {
     if (!peer) throw new Error(`converse.server ${JSON.stringify(spec.server)} is neither a configured peer nor a URL`);
     // SessionService is served at the server's base URL whatever protocol its A2A endpoint uses.
     const client = createClient(SessionService, createGrpcTransport({ baseUrl: peer.url }));
-    const headers: Record<string, string> = {
+    const headers: Record<string, string> = injectTraceHeaders({
       [hopsHeader]: encodeHops(turn.hops),
       ...(peer.token ? { authorization: `Bearer ${peer.token}` } : {}),
-    };
+    });
     let roundOne = "";
     let ended = "";
     const stream = client.converse(

@@ -205,6 +205,33 @@ export const parleyConfigSchema = z
       retryBaseMs: setting(millis(1).default(500), { description: "pause before the first retry; doubles each time" }),
       timeoutMs: setting(millis(1).default(10_000), { description: "how long one POST may take" }),
     }),
+    operations: section({
+      corsOrigins: setting(
+        z
+          .array(
+            z
+              .string()
+              .regex(/^https?:\/\/[^/\s?#*]+$/, "an origin is scheme://host[:port], e.g. https://console.example.com"),
+          )
+          .default([]),
+        {
+          description: "browser origins allowed to call both ports (CORS); others are refused with 403",
+          env: "PARLEY_CORS_ORIGINS",
+        },
+      ),
+      metrics: setting(z.boolean().default(true), {
+        description: "Prometheus text on /metrics of both ports",
+        env: "PARLEY_METRICS",
+      }),
+      requestLog: setting(z.boolean().default(true), {
+        description: "one log line per finished request",
+        env: "PARLEY_REQUEST_LOG",
+      }),
+      logTenant: setting(z.enum(["hash", "omit"]).default("hash"), {
+        description: "how request log lines show the tenant: a SHA-256 digest, or not at all",
+        env: "PARLEY_LOG_TENANT",
+      }),
+    }),
     card: section({
       name: setting(z.string().min(1).default("Parley"), { description: "agent card name" }),
       description: setting(z.string().default("Durable multi-turn agent-to-agent conversations"), {

@@ -52,6 +52,8 @@ export interface EngineOptions {
   readonly onEvent?: (source: TaskEventSource, event: StreamResponse) => void;
   /** What replicas sharing the backend add (leases, fenced writes, the shared event log); one process by default. */
   readonly coordinator?: ReplicaCoordinator;
+  /** Runs each turn (agent run and reply append) inside `work`: the tracing span of the turn. */
+  readonly wrapTurn?: (run: TaskRun, agent: string, work: () => Promise<void>) => Promise<void>;
 }
 
 export interface SendOptions {
@@ -91,6 +93,7 @@ export class Engine {
   /** The running task of each (tenant, contextId): the busy guard. */
   private readonly busy = new Map<string, TaskRun>();
   private accepting = true;
+  private readonly wrapTurn: EngineOptions["wrapTurn"];
   /** What each run reports its events to: push delivery and the coordinator. */
   private readonly runListener: ((run: TaskRun, event: StreamResponse) => void) | undefined;
   private readonly turn: TurnContext;
@@ -127,6 +130,7 @@ export class Engine {
       agentStepTimeoutMs: this.config.limits.agentStepTimeoutMs,
       leave: (run) => this.leave(run),
     };
+    this.wrapTurn = options.wrapTurn;
   }
 
   /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
@@ -146,6 +150,11 @@ export class Engine {
   /** The running task of a tenant, if any. */
   liveRun(tenant: string, taskId: string): TaskRun | undefined {
     return this.runs.get(scopedKey(tenant, taskId));
+  }
+
+  /** How many tasks run in this process now (the running tasks gauge). */
+  get runningCount(): number {
+    return this.runs.size;
   }
 
   /** The running task of a context, if any. */
@@ -256,7 +265,8 @@ export class Engine {
       signal: run.controller.signal,
       streaming: options.streaming === true,
     };
-    void runTurn(this.turn, agent, run, turn);
+    if (this.wrapTurn) void this.wrapTurn(run, agent.name, () => runTurn(this.turn, agent, run, turn));
+    else void runTurn(this.turn, agent, run, turn);
     return { kind: "run", run, attached: false };
   }
 

@@ -1,6 +1,13 @@
 import { timingSafeEqual } from "node:crypto";
 import { clone } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ContextValues,
+  createContextKey,
+  type HandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
 import { A2AService, ErrorInfoSchema, headers } from "@parley/proto";
 import type { ParleyConfig } from "../config.js";
 import type { Caller } from "../engine/caller.js";
@@ -24,6 +31,11 @@ export function callerOf(ctx: HandlerContext): Caller {
   const caller = ctx.values.get(callerKey);
   if (!caller) throw new ConnectError("no caller was established for this request", Code.Internal);
   return caller;
+}
+
+/** The tenant of a call, once the caller interceptor has run (for request logs, which run outside it). */
+export function tenantIn(values: ContextValues): string | undefined {
+  return values.get(callerKey)?.tenant;
 }
 
 function findTenant(apiKeys: Readonly<Record<string, string>>, token: string): string | undefined {

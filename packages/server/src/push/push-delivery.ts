@@ -4,6 +4,8 @@ import type { Logger } from "pino";
 import { sleep } from "../agents/agent.js";
 import type { ParleyConfig } from "../config.js";
 import type { TaskEventSource } from "../engine/task-run.js";
+import type { ParleyMetrics } from "../observability/metrics.js";
+import { injectTraceHeaders } from "../observability/tracing.js";
 import { checkPushDestination, type PushConfigs } from "./push-configs.js";
 
 /** Content type of push notification bodies (A2A section 14.1). */
@@ -37,8 +39,9 @@ export function createPushDelivery(deps: {
   readonly configs: PushConfigs;
   readonly config: ParleyConfig;
   readonly logger: Logger;
+  readonly metrics?: ParleyMetrics;
 }): PushDelivery {
-  const { configs, logger } = deps;
+  const { configs, logger, metrics } = deps;
   const { allowedHosts, maxAttempts, retryBaseMs, timeoutMs } = deps.config.push;
   const queues = new Map<string, TaskQueue>();
   const drains = new Set<Promise<void>>();
@@ -56,7 +59,7 @@ export function createPushDelivery(deps: {
     if (target.token !== "") headers[pushTokenHeader] = target.token;
     const response = await fetch(destination.url, {
       method: "POST",
-      headers,
+      headers: injectTraceHeaders(headers),
       body,
       // A redirect could point anywhere; following it would bypass the allow-list.
       redirect: "manual",
@@ -73,10 +76,12 @@ export function createPushDelivery(deps: {
     for (let attempt = 1; ; attempt++) {
       try {
         await post(target, body);
+        metrics?.push("delivered");
         return;
       } catch (error) {
         if (stopping.signal.aborted) return;
         const final = error instanceof Refused || attempt >= maxAttempts;
+        metrics?.push(final ? "dropped" : "retried");
         if (final) {
           logger.warn(
             { taskId: queue.taskId, configId: target.id, attempts: attempt, err: (error as Error).message },

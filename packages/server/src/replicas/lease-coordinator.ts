@@ -27,6 +27,8 @@ export interface LeaseCoordinatorOptions {
   readonly sweepIntervalMs: number;
   /** How long the event log of a finished task stays resumable. */
   readonly eventRetentionMs: number;
+  /** Called for each expired lease this replica took over (the lease takeovers metric). */
+  readonly onTakeover?: () => void;
 }
 
 interface RunState {
@@ -277,6 +279,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       for (const lease of await this.options.leases.expired(20)) {
         const fence = await this.options.leases.takeOver(lease, this.options.leaseTtlMs);
         if (!fence) continue;
+        this.options.onTakeover?.();
         try {
           await this.endLostTask(lease.key, lease.taskId, fence);
           ended++;

@@ -17,6 +17,7 @@ import { withheldOf } from "../agents/step-guard.js";
 import type { PeerConfig } from "../config.js";
 import type { Engine } from "../engine/engine.js";
 import { messageText } from "../engine/history.js";
+import { injectTraceHeaders } from "../observability/tracing.js";
 
 /** How one step of a conversation ended. */
 export type StepResult =
@@ -109,7 +110,10 @@ export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs:
       const artifacts: Artifact[] = [];
       let state: TaskState = TaskState.COMPLETED;
       let statusText = "";
-      for await (const event of client.sendStreamingMessage(request, { signal, headers })) {
+      for await (const event of client.sendStreamingMessage(request, {
+        signal,
+        headers: injectTraceHeaders({ ...headers }),
+      })) {
         const p = event.payload;
         if (p.case === "message") return textReply(messageText(p.value));
         if (p.case === "task") artifacts.splice(0, artifacts.length, ...p.value.artifacts);
@@ -124,7 +128,7 @@ export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs:
     const response = await fetch(peer.url, {
       method: "POST",
       signal,
-      headers: { "content-type": "application/json", ...headers },
+      headers: injectTraceHeaders({ "content-type": "application/json", ...headers }),
       body: JSON.stringify({
         jsonrpc: "2.0",
         id: 1,

@@ -1,0 +1,109 @@
+import * as http from "node:http";
+import * as http2 from "node:http2";
+import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from "node:net";
+
+/** What both servers hand each request to: Node's HTTP/1.1 and HTTP/2 compatibility request and response. */
+export type DualProtocolHandler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+export interface DualProtocolServer {
+  /** The listening socket; connections are handed to `http1` or `http2` by their first bytes. */
+  readonly server: Server;
+  readonly http1: http.Server;
+  readonly http2: http2.Http2Server;
+  listen(port: number, host: string): Promise<AddressInfo>;
+  /**
+   * Stops accepting, sends GOAWAY on HTTP/2 sessions and closes idle HTTP/1.1
+   * connections; what is still open after `forceAfterMs` is destroyed.
+   */
+  close(forceAfterMs?: number): Promise<void>;
+}
+
+/** Every HTTP/2 connection without TLS (h2c with prior knowledge) starts with these 24 bytes (RFC 9113 section 3.4). */
+const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+/** A connection that sends nothing for this long is closed before it is handed to either server. */
+const firstBytesTimeoutMs = 30_000;
+
+/**
+ * One port for gRPC (which needs HTTP/2) and for browsers (Connect and
+ * gRPC-Web over HTTP/1.1 fetch): each new connection's first bytes are read,
+ * put back, and the socket goes to the HTTP/2 server when they are the HTTP/2
+ * client preface, to the HTTP/1.1 server otherwise. Node's servers both accept
+ * sockets that already hold data (http2 reads it from the socket's buffer), so
+ * no byte is lost or parsed twice.
+ */
+export function createDualProtocolServer(handler: DualProtocolHandler): DualProtocolServer {
+  const h1 = http.createServer(handler as http.RequestListener);
+  const h2 = http2.createServer({}, handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  const sessions = new Set<http2.ServerHttp2Session>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+  const pending = new Set<Socket>();
+
+  const route = (socket: Socket) => {
+    pending.add(socket);
+    let seen: Buffer = Buffer.alloc(0);
+    const timer = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
+    const done = () => {
+      clearTimeout(timer);
+      pending.delete(socket);
+      socket.off("data", onData);
+      socket.off("close", done);
+    };
+    const onData = (chunk: Buffer) => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const n = Math.min(seen.length, http2Preface.length);
+      const prefaceSoFar = seen.subarray(0, n).equals(http2Preface.subarray(0, n));
+      // Only a full preface decides for HTTP/2; the first differing byte decides for HTTP/1.1.
+      if (prefaceSoFar && seen.length < http2Preface.length) return;
+      done();
+      socket.pause();
+      socket.unshift(seen);
+      if (prefaceSoFar) {
+        // http2 reads the buffered bytes itself on its next tick; a flowing socket would drop them before that.
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    };
+    socket.on("data", onData);
+    socket.once("close", done);
+    socket.on("error", () => socket.destroy());
+  };
+  const server = createNetServer(route);
+
+  return {
+    server,
+    http1: h1,
+    http2: h2,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    },
+    async close(forceAfterMs = 1_000) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const socket of pending) socket.destroy();
+      for (const session of sessions) session.close();
+      h1.closeIdleConnections();
+      const timer = setTimeout(() => {
+        for (const session of sessions) session.destroy();
+        h1.closeAllConnections();
+      }, forceAfterMs);
+      // Keep-alive HTTP/1.1 connections turn idle as their responses end.
+      const idle = setInterval(() => h1.closeIdleConnections(), 100);
+      await closed;
+      clearInterval(idle);
+      clearTimeout(timer);
+    },
+  };
+}

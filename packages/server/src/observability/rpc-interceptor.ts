@@ -1,0 +1,180 @@
+import { randomUUID } from "node:crypto";
+import { performance } from "node:perf_hooks";
+import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { context, type Span, SpanKind, trace } from "@opentelemetry/api";
+import { ErrorInfoSchema, headers as wireHeaders } from "@parley/proto";
+import type { RequestProtocol } from "./metrics.js";
+import type { Observability } from "./observability.js";
+import { extractTraceContext, failSpan, parleyTracer, tracingActive } from "./tracing.js";
+
+/** Connect's snake_case code names ("not_found"), the outcome label of metrics and logs. */
+const codeNames = new Map<Code, string>(
+  Object.entries(Code)
+    .filter(([, v]) => typeof v === "number")
+    .map(([k, v]) => [v as Code, k.replace(/[A-Z]/g, (c, i) => (i === 0 ? c : `_${c}`)).toLowerCase()]),
+);
+
+export function codeName(code: Code): string {
+  return codeNames.get(code) ?? "unknown";
+}
+
+function protocolOf(contentType: string | null): RequestProtocol {
+  // The in-process transport carries no content type: nothing was encoded.
+  if (contentType === null) return "in-process";
+  if (contentType.startsWith("application/grpc-web")) return "grpc-web";
+  if (contentType.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+/** What a finished call reports: its code, and for an error its typed reason and message. */
+interface Outcome {
+  readonly code: string;
+  readonly reason?: string;
+  readonly error?: string;
+}
+
+function outcomeOf(error: unknown): Outcome {
+  if (error === undefined) return { code: "ok" };
+  const connectError = ConnectError.from(error);
+  const reason = connectError.findDetails(ErrorInfoSchema)[0]?.reason;
+  return {
+    code: codeName(connectError.code),
+    ...(reason ? { reason } : {}),
+    error: connectError.rawMessage,
+  };
+}
+
+/**
+ * Watches a response stream without changing it: `done` runs once, when the
+ * stream ends, fails or is abandoned by its reader. With a span context,
+ * every step of the producer runs inside it (a streaming handler's body runs
+ * as the stream is read, not when the interceptor returns).
+ */
+function watchStream<T>(
+  messages: AsyncIterable<T>,
+  done: (error?: unknown) => void,
+  spanContext: ReturnType<typeof context.active> | undefined,
+): AsyncIterable<T> {
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = messages[Symbol.asyncIterator]();
+      let finished = false;
+      const finish = (error?: unknown) => {
+        if (finished) return;
+        finished = true;
+        done(error);
+      };
+      const step = <R>(call: () => Promise<R>) => (spanContext ? context.with(spanContext, call) : call());
+      return {
+        async next() {
+          try {
+            const result = await step(() => inner.next());
+            if (result.done) finish();
+            return result;
+          } catch (error) {
+            finish(error);
+            throw error;
+          }
+        },
+        async return(value?: unknown) {
+          finish(new ConnectError("the client stopped reading the stream", Code.Canceled));
+          return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
+        },
+        async throw(error?: unknown) {
+          finish(error);
+          if (inner.throw) return inner.throw(error);
+          throw error;
+        },
+      };
+    },
+  };
+}
+
+/**
+ * The outermost interceptor of the server: per finished call it counts the
+ * request (method, outcome code), observes its latency, counts typed
+ * refusals by reason, tracks open streams, writes the request log line and,
+ * with tracing on, wraps the call in a SERVER span whose parent is the
+ * caller's traceparent. Outermost, so refusals by authentication and rate
+ * limits are seen too.
+ */
+export function createObservingInterceptor(
+  observability: Observability,
+  tenantOf: (values: ContextValues) => string | undefined,
+): Interceptor {
+  const { metrics, requestLog } = observability;
+  return (next) => async (req) => {
+    const start = performance.now();
+    const protocol = protocolOf(req.header.get("content-type"));
+    const method = `${req.service.typeName}/${req.method.name}`;
+    const requestId = req.header.get(wireHeaders.requestId) ?? randomUUID();
+    let span: Span | undefined;
+    let spanContext: ReturnType<typeof context.active> | undefined;
+    if (tracingActive()) {
+      const parent = extractTraceContext(req.header);
+      span = parleyTracer().startSpan(
+        method,
+        {
+          kind: SpanKind.SERVER,
+          attributes: {
+            "rpc.system": protocol === "connect" ? "connect_rpc" : "grpc",
+            "rpc.service": req.service.typeName,
+            "rpc.method": req.method.name,
+            "parley.protocol": protocol,
+            "parley.request_id": requestId,
+          },
+        },
+        parent,
+      );
+      spanContext = trace.setSpan(parent, span);
+    }
+    const finish = (error?: unknown) => {
+      const outcome = outcomeOf(error);
+      const seconds = (performance.now() - start) / 1000;
+      if (metrics) {
+        metrics.request(protocol, method, outcome.code, seconds);
+        if (outcome.reason) metrics.rejection(outcome.reason);
+      }
+      if (requestLog) {
+        const tenant = tenantOf(req.contextValues);
+        requestLog.write({
+          requestId,
+          protocol,
+          method,
+          code: outcome.code,
+          durationMs: Math.round(seconds * 1e6) / 1e3,
+          ...(tenant !== undefined ? { tenant } : {}),
+          ...(outcome.reason ? { reason: outcome.reason } : {}),
+          ...(outcome.error !== undefined ? { error: outcome.error } : {}),
+        });
+      }
+      if (span) {
+        span.setAttribute("rpc.connect_rpc.error_code", outcome.code);
+        if (error !== undefined) failSpan(span, error);
+        span.end();
+      }
+    };
+    try {
+      const res = spanContext ? await context.with(spanContext, () => next(req)) : await next(req);
+      if (!res.stream) {
+        finish();
+        return res;
+      }
+      metrics?.streamOpened(protocol);
+      return {
+        ...res,
+        message: watchStream(
+          res.message,
+          (error) => {
+            metrics?.streamClosed(protocol);
+            finish(error);
+          },
+          spanContext,
+        ),
+      };
+    } catch (error) {
+      finish(error);
+      throw error;
+    }
+  };
+}
