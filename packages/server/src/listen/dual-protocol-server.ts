@@ -37,14 +37,21 @@ const firstBytesTimeoutMs = 30_000;
 export function createDualProtocolServer(handler: DualProtocolHandler): DualProtocolServer {
   const h1 = http.createServer(handler as http.RequestListener);
   const h2 = http2.createServer({}, handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+  // Node's HTTP/1.1 server sets up its connection list (closeIdleConnections, and the request and headers
+  // timeouts' checks) when it starts listening; this one never listens itself, so it is told it does.
+  h1.emit("listening");
   const sessions = new Set<http2.ServerHttp2Session>();
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
   const pending = new Set<Socket>();
+  // Every accepted socket: a destroyed HTTP/2 session does not always destroy its socket at once.
+  const sockets = new Set<Socket>();
 
   const route = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
     pending.add(socket);
     let seen: Buffer = Buffer.alloc(0);
     const timer = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
@@ -98,12 +105,15 @@ export function createDualProtocolServer(handler: DualProtocolHandler): DualProt
       const timer = setTimeout(() => {
         for (const session of sessions) session.destroy();
         h1.closeAllConnections();
+        for (const socket of sockets) socket.destroy();
       }, forceAfterMs);
       // Keep-alive HTTP/1.1 connections turn idle as their responses end.
       const idle = setInterval(() => h1.closeIdleConnections(), 100);
       await closed;
       clearInterval(idle);
       clearTimeout(timer);
+      // Stops the HTTP/1.1 server's timeout checks (the interval its "listening" set up).
+      h1.close();
     },
   };
 }
