@@ -1,21 +1,9 @@
-import { Writable } from "node:stream";
 import { createObservability } from "@parley/server";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { memoryLogger } from "../../../packages/server/test/fixtures/memory-logger.js";
 import { postRaw, rpc, startStack, type TestStack } from "./harness.js";
 
 const allowedOrigin = "http://console.parley.test";
-
-function memoryLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: "info" }, stream), lines };
-}
 
 function sample(text: string, name: string, labels: Record<string, string>): number {
   const wanted = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);

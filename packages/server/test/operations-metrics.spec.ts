@@ -1,23 +1,10 @@
-import { Writable } from "node:stream";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { A2AService } from "@parley/proto";
-import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openModeTenant } from "../src/index.js";
+import { memoryLogger } from "./fixtures/memory-logger.js";
 import { collect, sendRequest, startTestServer, type TestServer } from "./harness.js";
-
-/** A pino logger that keeps every line it writes, parsed. */
-function memoryLogger() {
-  const lines: Record<string, unknown>[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
-      done();
-    },
-  });
-  return { logger: pino({ level: "info" }, stream), lines };
-}
 
 /** The value of one sample line of the Prometheus text, 0 when the series does not exist yet. */
 function sample(text: string, name: string, labels: Record<string, string> = {}): number {

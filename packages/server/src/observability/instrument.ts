@@ -1,8 +1,9 @@
 import { performance } from "node:perf_hooks";
-import { context, type Span, SpanKind, trace } from "@opentelemetry/api";
+import { type Context, context, type Span, SpanKind, trace } from "@opentelemetry/api";
 import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
 import type { ParleyMetrics } from "./metrics.js";
 import { failSpan, parleyTracer, tracingActive } from "./tracing.js";
+import { watchIterable } from "./watch-iterable.js";
 
 /**
  * The store with every asynchronous method timed (parley_store_operation_duration_seconds,
@@ -68,49 +69,31 @@ export function instrumentAgent(agent: Agent, metrics: ParleyMetrics | undefined
     name: agent.name,
     description: agent.description,
     run(turn: AgentTurn): AsyncIterable<AgentEvent> {
-      return {
-        [Symbol.asyncIterator]() {
-          const start = performance.now();
-          let span: Span | undefined;
-          let spanContext: ReturnType<typeof context.active> | undefined;
-          if (tracingActive()) {
-            span = parleyTracer().startSpan("agent.step", {
-              kind: SpanKind.INTERNAL,
-              attributes: { "parley.agent": agent.name, "parley.streaming": turn.streaming },
-            });
-            spanContext = trace.setSpan(context.active(), span);
+      const start = performance.now();
+      let span: Span | undefined;
+      let spanContext: Context | undefined;
+      if (tracingActive()) {
+        span = parleyTracer().startSpan("agent.step", {
+          kind: SpanKind.INTERNAL,
+          attributes: { "parley.agent": agent.name, "parley.streaming": turn.streaming },
+        });
+        spanContext = trace.setSpan(context.active(), span);
+      }
+      return watchIterable(
+        () => agent.run(turn)[Symbol.asyncIterator](),
+        (error) => {
+          metrics?.agentStep(agent.name, error === undefined ? "ok" : "error", (performance.now() - start) / 1000);
+          if (span) {
+            if (error !== undefined) failSpan(span, error);
+            span.end();
           }
-          const inner = spanContext
-            ? context.with(spanContext, () => agent.run(turn)[Symbol.asyncIterator]())
-            : agent.run(turn)[Symbol.asyncIterator]();
-          let finished = false;
-          const finish = (error?: unknown) => {
-            if (finished) return;
-            finished = true;
-            metrics?.agentStep(agent.name, error === undefined ? "ok" : "error", (performance.now() - start) / 1000);
-            if (span) {
-              if (error !== undefined) failSpan(span, error);
-              span.end();
-            }
-          };
-          return {
-            async next() {
-              try {
-                const result = spanContext ? await context.with(spanContext, () => inner.next()) : await inner.next();
-                if (result.done) finish();
-                return result;
-              } catch (error) {
-                finish(error);
-                throw error;
-              }
-            },
-            async return(value?: unknown) {
-              finish(turn.signal.aborted ? turn.signal.reason : undefined);
-              return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
-            },
-          };
         },
-      };
+        // The engine stops reading when the turn is aborted (cancel, timeout, shutdown) and when it is done.
+        {
+          ...(spanContext ? { spanContext } : {}),
+          abandoned: () => (turn.signal.aborted ? turn.signal.reason : undefined),
+        },
+      );
     },
   };
 }

@@ -1,11 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
-import { context, type Span, SpanKind, trace } from "@opentelemetry/api";
+import { type Context, context, type Span, SpanKind, trace } from "@opentelemetry/api";
 import { ErrorInfoSchema, headers as wireHeaders } from "@parley/proto";
 import type { RequestProtocol } from "./metrics.js";
 import type { Observability } from "./observability.js";
 import { extractTraceContext, failSpan, parleyTracer, tracingActive } from "./tracing.js";
+import { watchIterable } from "./watch-iterable.js";
+
+/** How a stream the client stopped reading ends, in its metrics and log line. */
+const streamAbandoned = new ConnectError("the client stopped reading the stream", Code.Canceled);
 
 /** Connect's snake_case code names ("not_found"), the outcome label of metrics and logs. */
 const codeNames = new Map<Code, string>(
@@ -45,52 +49,6 @@ function outcomeOf(error: unknown): Outcome {
 }
 
 /**
- * Watches a response stream without changing it: `done` runs once, when the
- * stream ends, fails or is abandoned by its reader. With a span context,
- * every step of the producer runs inside it (a streaming handler's body runs
- * as the stream is read, not when the interceptor returns).
- */
-function watchStream<T>(
-  messages: AsyncIterable<T>,
-  done: (error?: unknown) => void,
-  spanContext: ReturnType<typeof context.active> | undefined,
-): AsyncIterable<T> {
-  return {
-    [Symbol.asyncIterator]() {
-      const inner = messages[Symbol.asyncIterator]();
-      let finished = false;
-      const finish = (error?: unknown) => {
-        if (finished) return;
-        finished = true;
-        done(error);
-      };
-      const step = <R>(call: () => Promise<R>) => (spanContext ? context.with(spanContext, call) : call());
-      return {
-        async next() {
-          try {
-            const result = await step(() => inner.next());
-            if (result.done) finish();
-            return result;
-          } catch (error) {
-            finish(error);
-            throw error;
-          }
-        },
-        async return(value?: unknown) {
-          finish(new ConnectError("the client stopped reading the stream", Code.Canceled));
-          return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
-        },
-        async throw(error?: unknown) {
-          finish(error);
-          if (inner.throw) return inner.throw(error);
-          throw error;
-        },
-      };
-    },
-  };
-}
-
-/**
  * The outermost interceptor of the server: per finished call it counts the
  * request (method, outcome code), observes its latency, counts typed
  * refusals by reason, tracks open streams, writes the request log line and,
@@ -109,7 +67,7 @@ export function createObservingInterceptor(
     const method = `${req.service.typeName}/${req.method.name}`;
     const requestId = req.header.get(wireHeaders.requestId) ?? randomUUID();
     let span: Span | undefined;
-    let spanContext: ReturnType<typeof context.active> | undefined;
+    let spanContext: Context | undefined;
     if (tracingActive()) {
       const parent = extractTraceContext(req.header);
       span = parleyTracer().startSpan(
@@ -163,13 +121,13 @@ export function createObservingInterceptor(
       metrics?.streamOpened(protocol);
       return {
         ...res,
-        message: watchStream(
-          res.message,
+        message: watchIterable(
+          () => res.message[Symbol.asyncIterator](),
           (error) => {
             metrics?.streamClosed(protocol);
             finish(error);
           },
-          spanContext,
+          { ...(spanContext ? { spanContext } : {}), abandoned: () => streamAbandoned },
         ),
       };
     } catch (error) {
