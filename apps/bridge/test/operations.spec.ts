@@ -1,6 +1,12 @@
-import { createObservability } from "@parley/server";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createHealthMonitor, createObservability, createParley, loadConfig } from "@parley/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryLogger } from "../../../packages/server/test/fixtures/memory-logger.js";
+import { createBridge } from "../src/bridge.js";
+import { createBridgeLogger } from "../src/logger.js";
+import { createRemoteUpstream } from "../src/upstream.js";
 import { postRaw, rpc, startStack, type TestStack } from "./harness.js";
 
 const allowedOrigin = "http://console.parley.test";
@@ -75,5 +81,38 @@ describe("metrics, request logs, readiness and CORS on the bridge's JSON-RPC por
     });
     expect(refused.status).toBe(403);
     expect(refused.headers.get("access-control-allow-origin")).toBeNull();
+  });
+});
+
+describe("readiness of a bridge in remote mode", () => {
+  it("follows the upstream server's grpc.health.v1 status", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "parley-remote-ready-"));
+    const config = loadConfig({ argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "silent"], env: {} });
+    const logger = createBridgeLogger("silent");
+    const parley = await createParley(config, { logger });
+    const { address } = await parley.listen();
+    const remote = createRemoteUpstream(`http://${address}`);
+    const bridge = await createBridge({
+      upstream: remote.transport,
+      cards: remote.cards,
+      port: 0,
+      logger,
+      health: createHealthMonitor({ probe: (signal) => remote.readiness(signal) }),
+    });
+    try {
+      const ready = await fetch(`${bridge.url}readyz`);
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({ checks: { upstream: "ok" } });
+      // The server starts draining: the bridge in front of it stops being ready too.
+      parley.health.drain();
+      const draining = await fetch(`${bridge.url}readyz`);
+      expect(draining.status).toBe(503);
+      expect(await draining.json()).toMatchObject({ checks: { upstream: "upstream is NOT_SERVING" } });
+    } finally {
+      await bridge.close();
+      remote.close();
+      await parley.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
