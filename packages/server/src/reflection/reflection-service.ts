@@ -134,15 +134,15 @@ export interface ReflectionServices {
  */
 export function createReflectionServices(files: readonly DescFile[], services: readonly string[]): ReflectionServices {
   const catalog = buildCatalog(files, services);
-  const serve = async function* (requests: AsyncIterable<Request>) {
-    // Per stream: a client that already received a file is not sent it again (the protocol allows that).
+  // Per stream: a client that already received a file is not sent it again (the protocol allows that).
+  async function* serve<R extends Request>(requests: AsyncIterable<R>) {
     const sent = new Set<string>();
     for await (const req of requests) {
       yield { validHost: req.host, originalRequest: req, messageResponse: answer(catalog, req, sent) };
     }
-  };
+  }
   return {
-    v1: { serverReflectionInfo: (requests) => serve(requests) as never },
-    v1alpha: { serverReflectionInfo: (requests) => serve(requests) as never },
+    v1: { serverReflectionInfo: (requests) => serve(requests) },
+    v1alpha: { serverReflectionInfo: (requests) => serve(requests) },
   };
 }
