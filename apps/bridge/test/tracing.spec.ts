@@ -18,7 +18,7 @@ describe("a traceparent on JSON-RPC", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bridge-trace-"));
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    child = spawn(process.execPath, [bridgeBinary, "--port", "0", "--data-dir", dataDir], {
+    child = spawn(process.execPath, [bridgeBinary, "--port", "0", "--grpc-port", "0", "--data-dir", dataDir], {
       env: {
         PATH: process.env.PATH ?? "",
         PORT: "0",
