@@ -1,3 +1,6 @@
+import { createLevelEventLog } from "./level/level-event-log.js";
+import { fenceLevelStore } from "./level/level-fenced-store.js";
+import { createLevelLeases } from "./level/level-leases.js";
 import { createLevelThreadStore } from "./level/level-thread-store.js";
 import { createPostgresBackend, type PostgresBackend } from "./postgres/pg-backend.js";
 import type { LevelBackend } from "./types.js";
@@ -25,7 +28,7 @@ export function isPostgresUrl(url: string): boolean {
 
 /**
  * Opens the backend named by `url`: PostgreSQL for N replicas sharing one
- * database, or LevelDB owned by this one process.
+ * database, or LevelDB owned by this one process (in-process leases, a durable event log).
  */
 export async function createStore(options: CreateStoreOptions): Promise<LevelBackend | PostgresBackend> {
   if (typeof options?.url !== "string" || options.url.length === 0) {
@@ -46,5 +49,24 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
     ...(options.now ? { now: options.now } : {}),
     ...(options.sync !== undefined ? { sync: options.sync } : {}),
   });
-  return { kind: "level", store, close: () => store.close() };
+  const leases = createLevelLeases();
+  const events = createLevelEventLog({
+    keyspace: store.keyspace(),
+    leases,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  let closing: Promise<void> | undefined;
+  return {
+    kind: "level",
+    store: fenceLevelStore(store, leases),
+    leases,
+    events,
+    close() {
+      closing ??= (async () => {
+        await Promise.allSettled([events.close(), leases.close()]);
+        await store.close();
+      })();
+      return closing;
+    },
+  };
 }

@@ -292,16 +292,20 @@ export interface TaskEventLog {
 }
 
 /**
- * An open backend. LevelDB has one owning process, so the engine's in-process
- * guard is its whole concurrency story and it has no leases; PostgreSQL is
- * shared by N replicas, which coordinate through its leases and event logs.
+ * An open backend. PostgreSQL is shared by N replicas, which coordinate through
+ * its leases and event logs; LevelDB has one owning process, whose leases live
+ * in memory and whose task event log is durable in its own database, so the
+ * server runs the same lease and log code on both and a LevelDB server's
+ * streams are resumable too (also after the task ended, and after a restart).
  */
 export type StoreBackend = LevelBackend | ReplicaBackend;
 
-/** The embedded single-process backend: threads, tasks and push configs. */
+/** The embedded single-process backend: threads, tasks, push configs, in-process leases, durable event logs. */
 export interface LevelBackend {
   readonly kind: "level";
-  readonly store: ThreadStore;
+  readonly store: FencedThreadStore;
+  readonly leases: ContextLeases;
+  readonly events: TaskEventLog;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { ReplicaBackend, TaskEvent } from "../src/index.js";
+import type { StoreBackend, TaskEvent } from "../src/index.js";
 import { event, key, msg, openedBackends, task } from "./contract-fixtures.js";
 
 async function collect(iterable: AsyncIterable<TaskEvent>): Promise<number[]> {
@@ -23,11 +23,10 @@ async function eventually<T>(probe: () => Promise<T | null | undefined>, what: s
 }
 
 /**
- * The contract of a backend that N replicas share: context leases, fenced
- * writes and task event logs. (LevelDB has one owning process; the engine's
- * in-process guard is its whole concurrency story, so it has none of these.)
+ * The contract of context leases, fenced writes and task event logs: shared by
+ * N replicas on PostgreSQL, in-process (and the log durable) on LevelDB.
  */
-export function replicaContract(name: string, factory: (options: { now?: () => number }) => Promise<ReplicaBackend>) {
+export function replicaContract(name: string, factory: (options: { now?: () => number }) => Promise<StoreBackend>) {
   describe(`replica contract: ${name}`, () => {
     const open = openedBackends(factory);
 

@@ -17,6 +17,9 @@
  *   parley:v1:c: th inv(updated) taskId   listTasks index per context (value: state)
  *   parley:v1:r: tk                       tasks in a non-terminal state
  *   parley:v1:p: tk H(configId)           push notification config
+ *   parley:v1:e: tk lastSeq               one appended batch of task events (level-event-log.ts)
+ *   parley:v1:f: ended tk                 task event logs by the time their last run ended (retention sweep)
+ *   parley:v1:g: tk                       head of a task's event log (last seq, when it ended)
  *
  * with th = H("parley.thread.v1", tenant, contextId) and
  *      tk = H("parley.task.v1", tenant, taskId).
@@ -55,6 +58,9 @@ export const T_TASKS_BY_TENANT = table("d");
 export const T_TASKS_BY_CONTEXT = table("c");
 export const T_TASKS_UNFINISHED = table("r");
 export const T_PUSH = table("p");
+export const T_EVENT = table("e");
+export const T_EVENTS_ENDED = table("f");
+export const T_EVENT_HEAD = table("g");
 
 export const SEQ_BYTES = 8;
 /** How many keys one range delete or multi-get handles at a time. */

@@ -2,9 +2,11 @@
 // close() tracking. The key layout is described in level-keys.ts.
 import { Level } from "level";
 import { bindJobs } from "../core/bind-jobs.js";
+import { taskHash } from "../core/digests.js";
 import { type AppendInput, StoreError, type ThreadKey, type ThreadMeta, type ThreadStore } from "../types.js";
-import { createLevelContext, type LevelContext } from "./level-context.js";
+import { createLevelContext, type LevelContext, pointRead } from "./level-context.js";
 import type { Db } from "./level-keys.js";
+import type { LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
 import { taskJobs } from "./level-tasks.js";
 import { finishPendingPurges, threadDeletes } from "./level-thread-deletes.js";
@@ -32,6 +34,8 @@ export interface LevelThreadStore extends ThreadStore {
    * recognise retries of imported messages).
    */
   importMessages(key: ThreadKey, inputs: readonly AppendInput[]): Promise<ThreadMeta>;
+  /** The store's database for the tables of other components (the task event log) and its group commit. */
+  keyspace(): LevelKeyspace;
 }
 
 /**
@@ -83,8 +87,22 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
   }
 
   const jobs = { append, importMessages, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
+  const keyspace: LevelKeyspace = {
+    path: claim.realPath,
+    write: (ops) => op("write", () => ctx.write(ops)),
+    range: (gte, lt, options = {}) =>
+      op("range", () =>
+        ctx.db.iterator({ gte, lt, reverse: options.reverse ?? false, limit: options.limit ?? -1 }).all(),
+      ),
+    get: (k) => {
+      if (closing) throw new StoreError("CLOSED", `read called after the store at ${claim.realPath} was closed`);
+      return pointRead(ctx, k);
+    },
+    taskDigest: taskHash,
+  };
   return {
-    ...bindJobs<Omit<LevelThreadStore, "close">, LevelContext>(ctx, jobs, op),
+    ...bindJobs<Omit<LevelThreadStore, "close" | "keyspace">, LevelContext>(ctx, jobs, op),
+    keyspace: () => keyspace,
     close() {
       closing ??= (async () => {
         // Let accepted operations finish (and their batches land) before the handle goes away.

@@ -1,0 +1,256 @@
+import { ByteReader, concatBytes, encodeUtf8, lengthPrefixed, readU64, toHex, u32, u64 } from "../core/bytes.js";
+import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
+import { checkId } from "../core/ids.js";
+import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
+import { key, prefixEnd, T_EVENT, T_EVENT_HEAD, T_EVENTS_ENDED } from "./level-keys.js";
+import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
+import type { LevelLeases } from "./level-leases.js";
+import { decodeOrCorrupt } from "./level-records.js";
+
+export interface LevelEventLogOptions {
+  /** The thread store's database: the log's tables live beside the threads, under `parley:v1:`. */
+  readonly keyspace: LevelKeyspace;
+  /** Fences appends: the LevelDB backend's in-process leases. */
+  readonly leases: LevelLeases;
+  /** Wall clock for the retention sweep; Date.now by default. */
+  readonly now?: () => number;
+}
+
+const RECORD_VERSION = 1;
+const FLAG_FINAL = 1;
+/** How many ended logs one sweep call drops at most; the next sweep takes the rest. */
+const SWEEP_BATCH = 500;
+/** Heads of recently appended tasks, so an append during a run needs no read at all. */
+const HEAD_CACHE = 10_000;
+
+// Tables (see level-keys.ts):
+// e: tk lastSeq -> [version, count u32, then per event: flags u8, length u32, payload]: one record per
+//    appended batch, keyed by the seq of its last event, so a read after seq n seeks to key n + 1 and the first
+//    record found holds event n + 1. A streamed reply becomes a few records, not one per chunk.
+// f: ended tk -> length-prefixed (tenant, taskId): logs by the time their last run ended, oldest first; the ids
+//    are there for whoever inspects the database, the sweep needs only the key.
+// g: tk -> [version, lastSeq u64, ended u64 (0 while a run is open)]: the head of a task's log.
+
+interface Head {
+  readonly lastSeq: number;
+  /** When the log's last run ended (its last event is final); 0 while a run is open. */
+  readonly ended: number;
+}
+
+function encodeHead(head: Head): Uint8Array {
+  return key(Uint8Array.of(RECORD_VERSION), u64(head.lastSeq), u64(head.ended));
+}
+
+function decodeHead(k: Uint8Array, v: Uint8Array): Head {
+  return decodeOrCorrupt("task event log head", k, () => {
+    const r = new ByteReader(v);
+    if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+    const head = { lastSeq: r.u64(), ended: r.u64() };
+    r.end();
+    return head;
+  });
+}
+
+function encodeBatch(events: readonly TaskEvent[]): Uint8Array {
+  const parts: Uint8Array[] = [Uint8Array.of(RECORD_VERSION), u32(events.length)];
+  for (const e of events) parts.push(Uint8Array.of(e.final ? FLAG_FINAL : 0), u32(e.payload.length), e.payload);
+  return concatBytes(parts);
+}
+
+function decodeBatch(k: Uint8Array, v: Uint8Array): TaskEvent[] {
+  return decodeOrCorrupt("task event batch", k, () => {
+    const r = new ByteReader(v);
+    if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+    const count = r.u32();
+    const first = readU64(k, k.length - 8) - count + 1;
+    const events: TaskEvent[] = [];
+    for (let i = 0; i < count; i++) {
+      const flags = r.u8();
+      // A copy: LevelDB hands out Buffers, and callers keep payloads after the read.
+      const payload = new Uint8Array(r.bytes(r.u32()));
+      events.push({ seq: first + i, payload, final: (flags & FLAG_FINAL) !== 0 });
+    }
+    r.end();
+    return events;
+  });
+}
+
+interface Waiters {
+  changed: Promise<void>;
+  wake: () => void;
+  count: number;
+}
+
+/**
+ * The durable task event log of a single LevelDB server, with the same
+ * contract and sequence numbers as the PostgreSQL one, so a stream can be
+ * resumed while its task runs, after it ended (for the retention window) and
+ * after a restart. Appends go through the thread store's group commit: the
+ * events queued while one batch is written share the next, so a streamed
+ * reply costs a few batches, not a write per chunk. Followers are woken in
+ * process, as one process owns the directory.
+ */
+export function createLevelEventLog(options: LevelEventLogOptions): TaskEventLog {
+  const { keyspace, leases } = options;
+  const now = options.now ?? Date.now;
+  const heads = new Map<string, Head>();
+  const waiters = new Map<string, Waiters>();
+  let closed = false;
+  let closeAll = () => {};
+  const closing = new Promise<void>((resolve) => {
+    closeAll = resolve;
+  });
+
+  const open = (name: string) => {
+    if (closed) throw new StoreError("CLOSED", `${name} called after the event log at ${keyspace.path} was closed`);
+  };
+  const taskKey = (tenant: string, taskId: string) =>
+    keyspace.taskDigest(checkId("tenant", tenant), checkId("taskId", taskId));
+  const remember = (hex: string, head: Head | undefined) => {
+    heads.delete(hex);
+    if (!head) return;
+    heads.set(hex, head);
+    if (heads.size > HEAD_CACHE) heads.delete(heads.keys().next().value!);
+  };
+  /** The head of a task's log: from the cache, else one synchronous point read (no range scan). */
+  const headOf = (tk: Uint8Array, hex: string): Head | undefined => {
+    const cached = heads.get(hex);
+    if (cached) return cached;
+    const k = key(T_EVENT_HEAD, tk);
+    const raw = keyspace.get(k);
+    const head = raw === undefined ? undefined : decodeHead(k, raw);
+    remember(hex, head);
+    return head;
+  };
+  const readAfter = async (tk: Uint8Array, afterSeq: number, limit: number): Promise<TaskEvent[]> => {
+    const prefix = key(T_EVENT, tk);
+    // Every record holds at least one event, so `limit` records are enough for `limit` events.
+    const entries = await keyspace.range(key(prefix, u64(afterSeq + 1)), prefixEnd(prefix), { limit });
+    const events: TaskEvent[] = [];
+    for (const [k, v] of entries) {
+      for (const event of decodeBatch(k, v)) {
+        if (event.seq > afterSeq && events.length < limit) events.push(event);
+      }
+    }
+    return events;
+  };
+  const waitersOf = (hex: string): Waiters => {
+    let w = waiters.get(hex);
+    if (!w) {
+      const fresh: Waiters = { changed: Promise.resolve(), wake: () => {}, count: 0 };
+      fresh.changed = new Promise((resolve) => {
+        fresh.wake = resolve;
+      });
+      waiters.set(hex, fresh);
+      w = fresh;
+    }
+    return w;
+  };
+  const wake = (hex: string) => {
+    const w = waiters.get(hex);
+    if (!w) return;
+    const resolve = w.wake;
+    w.changed = new Promise((r) => {
+      w.wake = r;
+    });
+    resolve();
+  };
+
+  return {
+    async append(tenant, taskId, events, fence) {
+      open("append");
+      const tk = taskKey(tenant, taskId);
+      if (fence.key.tenant !== tenant) throw new RangeError("the fence belongs to another tenant than the task");
+      leases.check(fence);
+      const hex = toHex(tk);
+      checkEventBatch(taskId, events, headOf(tk, hex)?.lastSeq ?? 0);
+      const last = events[events.length - 1]!;
+      const head: Head = { lastSeq: last.seq, ended: last.final ? now() : 0 };
+      const ops: LevelBatchOp[] = [
+        { type: "put", key: key(T_EVENT, tk, u64(last.seq)), value: encodeBatch(events) },
+        { type: "put", key: key(T_EVENT_HEAD, tk), value: encodeHead(head) },
+      ];
+      if (last.final) {
+        // Only a run's end is indexed for the sweep: one record per run, none per chunk.
+        ops.push({
+          type: "put",
+          key: key(T_EVENTS_ENDED, u64(head.ended), tk),
+          value: lengthPrefixed([encodeUtf8(tenant), encodeUtf8(taskId)]),
+        });
+      }
+      // The fence was checked synchronously above; one process owns the leases, so no one can take it over
+      // before the batch is issued (the same argument as the fenced thread store).
+      await keyspace.write(ops);
+      remember(hex, head);
+      wake(hex);
+    },
+    async read(tenant, taskId, afterSeq, limit) {
+      open("read");
+      checkAfterSeq(afterSeq);
+      return readAfter(taskKey(tenant, taskId), afterSeq, limit);
+    },
+    async lastSeq(tenant, taskId) {
+      open("lastSeq");
+      const tk = taskKey(tenant, taskId);
+      return headOf(tk, toHex(tk))?.lastSeq ?? 0;
+    },
+    subscribe(tenant, taskId, afterSeq, signal) {
+      open("subscribe");
+      const tk = taskKey(tenant, taskId);
+      checkAfterSeq(afterSeq);
+      const hex = toHex(tk);
+      return (async function* follow() {
+        const abort = abortPromise(signal);
+        const w = waitersOf(hex);
+        w.count++;
+        try {
+          let last = afterSeq;
+          while (!signal.aborted && !closed) {
+            // Taken before the read, so an append that lands while it runs still wakes this loop.
+            const changed = w.changed;
+            const batch = await readAfter(tk, last, 256);
+            for (const event of batch) {
+              last = event.seq;
+              yield event;
+              if (event.final) return;
+            }
+            if (batch.length === 0) await Promise.race([changed, abort.promise, closing]);
+          }
+        } finally {
+          abort.dispose();
+          if (--w.count === 0 && waiters.get(hex) === w) waiters.delete(hex);
+        }
+      })();
+    },
+    async sweep(olderThanMs) {
+      open("sweep");
+      const cutoff = now() - olderThanMs;
+      if (cutoff <= 0) return 0;
+      const due = await keyspace.range(T_EVENTS_ENDED, key(T_EVENTS_ENDED, u64(cutoff)), { limit: SWEEP_BATCH });
+      let dropped = 0;
+      for (const [k] of due) {
+        const ended = readU64(k, T_EVENTS_ENDED.length);
+        const tk = k.subarray(T_EVENTS_ENDED.length + 8);
+        const hex = toHex(tk);
+        const ops: LevelBatchOp[] = [{ type: "del", key: k }];
+        // A later run of the same task (a follow-up after INPUT_REQUIRED) moved or reopened the head's end:
+        // only this stale index entry goes.
+        if (headOf(tk, hex)?.ended === ended) {
+          const prefix = key(T_EVENT, tk);
+          for (const [eventKey] of await keyspace.range(prefix, prefixEnd(prefix))) {
+            ops.push({ type: "del", key: eventKey });
+          }
+          ops.push({ type: "del", key: key(T_EVENT_HEAD, tk) });
+          remember(hex, undefined);
+          dropped++;
+        }
+        await keyspace.write(ops);
+      }
+      return dropped;
+    },
+    async close() {
+      closed = true;
+      closeAll();
+    },
+  };
+}

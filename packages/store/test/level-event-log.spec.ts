@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import { createStore, type StoreBackend, type TaskEvent, type ThreadKey } from "../src/index.js";
+import { manualClock, tempDir, text } from "./helpers.js";
+
+// The LevelDB backend's task event log is durable: what the contract suite checks in one process must also
+// hold across a reopen of the directory, and the retention sweep drops only logs that ended long enough ago.
+
+const key: ThreadKey = { tenant: "acme", contextId: "ctx-1" };
+const event = (seq: number, final = false): TaskEvent => ({ seq, payload: text(`e${seq}`), final });
+const seqs = (events: readonly TaskEvent[]) => events.map((e) => [e.seq, e.final]);
+
+async function append(backend: StoreBackend, taskId: string, events: TaskEvent[]): Promise<void> {
+  const fence = (await backend.leases.tryAcquire(key, taskId, 30_000))!;
+  try {
+    await backend.events.append("acme", taskId, events, fence);
+  } finally {
+    await backend.leases.release(fence);
+  }
+}
+
+describe("LevelDB task event log", () => {
+  it("keeps events across a reopen of the directory, with the same seqs, and continues after them", async () => {
+    const dir = await tempDir();
+    const first = await createStore({ url: dir });
+    await append(first, "t1", [event(1), event(2), event(3)]);
+    await first.close();
+
+    const second = await createStore({ url: dir });
+    try {
+      expect(await second.events.lastSeq("acme", "t1")).toBe(3);
+      expect(seqs(await second.events.read("acme", "t1", 1, 10))).toEqual([
+        [2, false],
+        [3, false],
+      ]);
+      expect(await second.events.read("acme", "t1", 1, 10)).toEqual([event(2), event(3)]);
+      const follower = (async () => {
+        const got: number[] = [];
+        for await (const e of second.events.subscribe("acme", "t1", 2, new AbortController().signal)) got.push(e.seq);
+        return got;
+      })();
+      await append(second, "t1", [event(4), event(5, true)]);
+      expect(await follower).toEqual([3, 4, 5]);
+      await expect(append(second, "t1", [event(5)])).rejects.toMatchObject({ code: "CORRUPT" });
+    } finally {
+      await second.close();
+    }
+  });
+
+  it("sweeps a log only once its last run ended longer ago than the retention, and keeps a continued one", async () => {
+    const clock = manualClock();
+    const backend = await createStore({ url: await tempDir(), now: clock.now });
+    try {
+      await append(backend, "done", [event(1), event(2, true)]);
+      // Ended a first run (INPUT_REQUIRED, say), then continued later: the earlier end must not sweep it.
+      await append(backend, "continued", [event(1, true)]);
+      await append(backend, "running", [event(1)]);
+      clock.advance(60_000);
+      await append(backend, "continued", [event(2), event(3, true)]);
+      expect(await backend.events.sweep(120_000)).toBe(0);
+
+      clock.advance(90_000);
+      // "done" ended 150 s ago, "continued" 90 s ago, "running" never ended.
+      expect(await backend.events.sweep(120_000)).toBe(1);
+      expect(await backend.events.read("acme", "done", 0, 10)).toEqual([]);
+      expect(await backend.events.lastSeq("acme", "done")).toBe(0);
+      expect(seqs(await backend.events.read("acme", "continued", 0, 10))).toEqual([
+        [1, true],
+        [2, false],
+        [3, true],
+      ]);
+      expect(await backend.events.lastSeq("acme", "running")).toBe(1);
+
+      clock.advance(60_000);
+      expect(await backend.events.sweep(120_000)).toBe(1);
+      expect(await backend.events.read("acme", "continued", 0, 10)).toEqual([]);
+      expect(await backend.events.lastSeq("acme", "running")).toBe(1);
+    } finally {
+      await backend.close();
+    }
+  });
+});
