@@ -23,7 +23,6 @@ import { guardSessionSteps } from "./agents/step-guard.js";
 import type { ParleyConfig } from "./config.js";
 import { createDirectTransport } from "./direct-transport.js";
 import { Engine } from "./engine/engine.js";
-import { createLocalCoordinator, type ReplicaCoordinator } from "./engine/replica-coordinator.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { createHealthServiceImpl } from "./health/health-service.js";
 import { createCallerInterceptor, tenantIn } from "./interceptors/caller-interceptor.js";
@@ -101,21 +100,18 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     await backend.close();
     throw error;
   }
-  // One LevelDB process owns its store alone: its in-process busy guard is all the coordination there is.
-  const leases =
-    backend.kind === "postgres"
-      ? new LeaseCoordinator({
-          store: backend.store,
-          leases: backend.leases,
-          events: backend.events,
-          logger,
-          ...config.scaleOut,
-          ...(metrics ? { onTakeover: () => metrics.leaseTakeover() } : {}),
-        })
-      : undefined;
-  const coordinator: ReplicaCoordinator = leases ?? createLocalCoordinator();
-  const resumable: Resumable | undefined =
-    leases && backend.kind === "postgres" ? { events: backend.events, coordinator: leases } : undefined;
+  // Both backends run the same lease and event-log code: PostgreSQL's shared leases and log, or LevelDB's
+  // in-process leases and durable log. So a LevelDB server numbers, keeps and resumes task events as replicas do.
+  const coordinator = new LeaseCoordinator({
+    store: backend.store,
+    leases: backend.leases,
+    events: backend.events,
+    logger,
+    ...config.scaleOut,
+    ownsUnfinishedTasks: backend.kind === "level",
+    ...(metrics ? { onTakeover: () => metrics.leaseTakeover() } : {}),
+  });
+  const resumable: Resumable = { events: backend.events, coordinator };
   // Session steps reach agents through this guard so silence tokens and repeats are never stored.
   const agentsByName = new Map(
     agents.map((a) => [a.name, guardSessionSteps(instrumentAgent(a, metrics), config.sessions.silenceTokens)]),
@@ -147,7 +143,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       throw new ConnectError(`no agent named ${JSON.stringify(name)}; hosted: ${names.join(", ")}`, Code.NotFound);
     if (opts.jsonRpcUrl !== undefined || opts.grpcAddress !== undefined) advertised = { ...advertised, ...opts };
     const card = buildAgentCard(config, agent, { ...advertised, ...opts }, { isDefault: name === names[0], extended });
-    if (resumable) card.capabilities?.extensions.push(resumableStreamsExtension());
+    // Every backend keeps a task event log; without streaming there is no stream to resume.
+    if (config.capabilities.streaming) card.capabilities?.extensions.push(resumableStreamsExtension());
     return card;
   };
 
@@ -173,7 +170,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         config,
         extendedCard: (agent) => agentCard({ agent }, true),
         ...(push ? { push } : {}),
-        ...(resumable ? { resumable } : {}),
+        resumable,
       }),
     },
     { service: ThreadService, impl: createThreadServiceImpl({ store, engine }) },

@@ -3,6 +3,7 @@
 import * as sdk from "@a2a-js/sdk";
 import { ServiceParameters, withA2AExtensions } from "@a2a-js/sdk/client";
 import { ConnectError } from "@connectrpc/connect";
+import { extensionUris } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { asTask, kitId, reasonOf, request, requiredExtension } from "./fixtures/kit-requests.js";
 import { sdkGrpcClient as sdkClient, startTestServer, type TestServer, userMessage } from "./harness.js";
@@ -36,7 +37,8 @@ describe("capability switches and protocol checks", () => {
   it("reflects every switch in the agent card", () => {
     const onCard = on.parley.agentCard({ grpcAddress: on.address });
     expect(onCard.capabilities).toMatchObject({ streaming: true, pushNotifications: true, extendedAgentCard: true });
-    expect(onCard.capabilities?.extensions).toEqual([]);
+    // Every backend keeps task event logs, so every streaming card offers resumable streams.
+    expect(onCard.capabilities?.extensions.map((e) => e.uri)).toEqual([extensionUris.resumableStreams]);
     const offCard = off.parley.agentCard({ grpcAddress: off.address });
     expect(offCard.capabilities).toMatchObject({
       streaming: false,

@@ -8,31 +8,34 @@ import { sdkGrpcClient as sdkClient, startTestServer, type TestServer } from "./
 
 const S = sdk.TaskState;
 
-/** A stream as a list of short labels: task, status names, artifact texts, message texts. */
-async function streamLabels(events: AsyncIterable<sdk.StreamResponse>): Promise<string[]> {
-  const labels: string[] = [];
+/** A stream's events as short labels: task, status names, artifact texts, message texts. */
+async function* labelsOf(events: AsyncIterable<sdk.StreamResponse>): AsyncGenerator<string> {
   for await (const event of events) {
     const payload = event.payload!;
     switch (payload.$case) {
       case "task":
-        labels.push(`task:${S[payload.value.status!.state]}`);
+        yield `task:${S[payload.value.status!.state]}`;
         break;
       case "statusUpdate":
-        labels.push(`status:${S[payload.value.status!.state]}`);
+        yield `status:${S[payload.value.status!.state]}`;
         break;
       case "artifactUpdate": {
         const update = payload.value;
         const content = update.artifact!.parts[0]?.content;
-        labels.push(
-          `artifact:${update.artifact!.artifactId}:${content?.$case === "text" ? content.value : content?.$case}${update.append ? ":append" : ""}${update.lastChunk ? ":last" : ""}`,
-        );
+        yield `artifact:${update.artifact!.artifactId}:${content?.$case === "text" ? content.value : content?.$case}${update.append ? ":append" : ""}${update.lastChunk ? ":last" : ""}`;
         break;
       }
       case "message":
-        labels.push(`message:${payload.value.parts.map(partText).join("")}`);
+        yield `message:${payload.value.parts.map(partText).join("")}`;
         break;
     }
   }
+}
+
+/** A whole stream as a list of labels. */
+async function streamLabels(events: AsyncIterable<sdk.StreamResponse>): Promise<string[]> {
+  const labels: string[] = [];
+  for await (const label of labelsOf(events)) labels.push(label);
   return labels;
 }
 
@@ -119,15 +122,31 @@ describe("conformance agent over the @a2a-js/sdk gRPC client", () => {
     expect(again.status?.state).toBe(S.TASK_STATE_INPUT_REQUIRED);
     expect(again.history.filter((m) => m.role === sdk.Role.ROLE_USER)).toHaveLength(2);
 
-    const subscribed = await streamLabels(
-      client.resubscribeTask(sdk.SubscribeToTaskRequest.fromJSON({ id: waiting.id })),
-    );
+    // STREAM-SUB-002: the subscription stays open while the task waits and follows the follow-up to its end.
+    const subscribed: string[] = [];
+    let opened!: () => void;
+    const first = new Promise<void>((resolve) => {
+      opened = resolve;
+    });
+    const following = (async () => {
+      for await (const label of labelsOf(
+        client.resubscribeTask(sdk.SubscribeToTaskRequest.fromJSON({ id: waiting.id })),
+      )) {
+        subscribed.push(label);
+        opened();
+      }
+    })();
+    await first;
     expect(subscribed).toEqual(["task:TASK_STATE_INPUT_REQUIRED"]);
 
     const done = asTask(await client.sendMessage(request(kitId("tck-complete-task"), { taskId: waiting.id })));
     expect(done.id).toBe(waiting.id);
     expect(done.status?.state).toBe(S.TASK_STATE_COMPLETED);
     expect(statusText(done)).toBe("Hello from TCK");
+    await following;
+    expect(subscribed[0]).toBe("task:TASK_STATE_INPUT_REQUIRED");
+    expect(subscribed[1]).toBe("task:TASK_STATE_SUBMITTED");
+    expect(subscribed[subscribed.length - 1]).toBe("status:TASK_STATE_COMPLETED");
 
     const other = asTask(await client.sendMessage(request(kitId("tck-input-required"))));
     const followed = asTask(await client.sendMessage(request("a-plain-follow-up", { taskId: other.id })));

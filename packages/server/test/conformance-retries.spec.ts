@@ -20,13 +20,34 @@ describe("messageId reuse against true retries", () => {
     await server.close();
   });
 
-  it("runs a reused messageId as a new task each time it starts a new conversation", async () => {
+  // Issue 18 changed this: an identical resend without contextId is a retry (answered with the first task);
+  // a reused messageId with new content still starts a new task each time.
+  it("runs a reused messageId with new content as a new task each time it starts a new conversation", async () => {
     const id = kitId("tck-complete-task");
     const tasks = [];
-    for (let i = 0; i < 3; i++) tasks.push(asTask(await client.sendMessage(request(id))));
+    for (let i = 0; i < 3; i++) {
+      tasks.push(
+        asTask(
+          await client.sendMessage(
+            sdk.SendMessageRequest.fromJSON({
+              message: { messageId: id, role: "ROLE_USER", parts: [{ text: `scenario ${id}, attempt ${i}` }] },
+            }),
+          ),
+        ),
+      );
+    }
     expect(new Set(tasks.map((t) => t.id)).size).toBe(3);
     expect(new Set(tasks.map((t) => t.contextId)).size).toBe(3);
     for (const task of tasks) expect(task.status?.state).toBe(S.TASK_STATE_COMPLETED);
+  });
+
+  it("answers a true retry without a contextId (same messageId and content) with the first task", async () => {
+    const retry = request(kitId("tck-complete-task"));
+    const first = asTask(await client.sendMessage(retry));
+    const second = asTask(await client.sendMessage(retry));
+    expect(second.id).toBe(first.id);
+    expect(second.contextId).toBe(first.contextId);
+    expect(second.history.filter((m) => m.role === sdk.Role.ROLE_USER)).toHaveLength(1);
   });
 
   it("processes the same messageId twice into one task when the content differs", async () => {

@@ -29,6 +29,7 @@ import { readHistory } from "./history-read.js";
 import { encodeInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
 import { createLocalCoordinator, type ReplicaCoordinator } from "./replica-coordinator.js";
+import { contextIdOfNewConversation } from "./retry-context.js";
 import { isCutOffByLostRun, setStatus, statusEvent, taskRecord, withIds } from "./task-model.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
@@ -92,6 +93,8 @@ export class Engine {
   private readonly runs = new Map<string, TaskRun>();
   /** The running task of each (tenant, contextId): the busy guard. */
   private readonly busy = new Map<string, TaskRun>();
+  /** Runs released from the busy guard whose end is still being written (see send). */
+  private readonly ending = new Map<string, TaskRun>();
   private accepting = true;
   private readonly wrapTurn: EngineOptions["wrapTurn"];
   /** What each run reports its events to: push delivery and the coordinator. */
@@ -138,10 +141,16 @@ export class Engine {
     let failed = 0;
     for (const record of await this.store.listUnfinishedTasks()) {
       if (!isCutOffByLostRun(record.state)) continue;
-      const task = fromBinary(TaskSchema, record.payload);
-      setStatus(task, TaskState.FAILED, "interrupted: the server stopped while this task was running");
-      await this.store.putTask(taskRecord(record.tenant, task));
       failed++;
+      const why = "interrupted: the server stopped while this task was running";
+      if (this.coordinator.failInterrupted) {
+        // Under the context's lease, so the task's event log gets its final event after what it logged.
+        await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
+        continue;
+      }
+      const task = fromBinary(TaskSchema, record.payload);
+      setStatus(task, TaskState.FAILED, why);
+      await this.store.putTask(taskRecord(record.tenant, task));
     }
     if (failed > 0) this.logger.warn({ failed }, "marked tasks interrupted by the last shutdown as FAILED");
     return failed;
@@ -178,7 +187,8 @@ export class Engine {
       existing = await this.continuableTask(caller.tenant, inbound.taskId, contextId);
       contextId = existing.contextId;
     }
-    if (contextId === "") contextId = `ctx-${randomUUID()}`;
+    // Derived, not random: a retry of this exact message finds the first send's context and task.
+    if (contextId === "") contextId = contextIdOfNewConversation(caller.tenant, inbound.messageId, payload);
 
     const guardKey = scopedKey(caller.tenant, contextId);
     const running = this.busy.get(guardKey);
@@ -203,6 +213,10 @@ export class Engine {
     );
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
+    // The previous run of this context has published its end but may still be making it durable
+    // (its lease is released after that): a send that follows at once waits for it instead of failing busy.
+    const ending = this.ending.get(guardKey);
+    if (ending) await ending.settled;
     try {
       // Across replicas the local map only guards this process; the coordinator's lease decides.
       await this.coordinator.acquire(run, existing !== undefined);
@@ -308,7 +322,15 @@ export class Engine {
   /** Frees the run's busy guard and its place in the run table. */
   private leave(run: TaskRun): void {
     const guardKey = scopedKey(run.tenant, run.contextId);
-    if (this.busy.get(guardKey) === run) this.busy.delete(guardKey);
+    if (this.busy.get(guardKey) === run) {
+      this.busy.delete(guardKey);
+      if (!run.finished) {
+        this.ending.set(guardKey, run);
+        void run.settled.then(() => {
+          if (this.ending.get(guardKey) === run) this.ending.delete(guardKey);
+        });
+      }
+    }
     this.runs.delete(scopedKey(run.tenant, run.taskId));
   }
 
@@ -338,14 +360,11 @@ export class Engine {
       if (ended) return ended;
     }
     setStatus(task, TaskState.CANCELED, "canceled on request");
-    await fromStore(this.store.putTask(taskRecord(tenant, task)));
+    // With an event log, its final event ends the streams that follow the waiting task.
+    if (this.coordinator.endWaiting) await fromStore(this.coordinator.endWaiting(tenant, task));
+    else await fromStore(this.store.putTask(taskRecord(tenant, task)));
     this.listener?.({ tenant, contextId: task.contextId, taskId }, statusEvent(task));
     return task;
-  }
-
-  /** Cancels the run when its only reason to exist (the caller that started it) went away. */
-  abandon(run: TaskRun): void {
-    run.cancel("the client disconnected");
   }
 
   /**

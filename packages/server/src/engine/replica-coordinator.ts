@@ -34,6 +34,16 @@ export interface ReplicaCoordinator {
    * once that run ended; undefined when no replica runs it.
    */
   cancelRemote(tenant: string, task: Task): Promise<Task | undefined>;
+  /**
+   * With an event log: ends a task cut off by this process's last stop (FAILED) and appends that end
+   * after the events it logged. Unset: the engine only rewrites the task record.
+   */
+  readonly failInterrupted?: (tenant: string, contextId: string, taskId: string, why: string) => Promise<void>;
+  /**
+   * With an event log: records the end of a waiting task (a cancel) and appends it as the log's final
+   * event, which ends the streams following the task. Unset: the engine only rewrites the task record.
+   */
+  readonly endWaiting?: (tenant: string, task: Task) => Promise<void>;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,13 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { endsTurn, type StreamResponse, StreamResponseSchema, type Task, TaskSchema, TaskState } from "@parley/proto";
+import {
+  endsTurn,
+  isInterruptedState,
+  type StreamResponse,
+  StreamResponseSchema,
+  type Task,
+  TaskSchema,
+  TaskState,
+} from "@parley/proto";
 import {
   type ContextLeases,
   type Fence,
@@ -29,6 +37,11 @@ export interface LeaseCoordinatorOptions {
   readonly eventRetentionMs: number;
   /** Called for each expired lease this replica took over (the lease takeovers metric). */
   readonly onTakeover?: () => void;
+  /**
+   * True on a LevelDB backend: one process owns the store (its leases are in-process), so tasks
+   * left unfinished at start were cut off by its own last stop.
+   */
+  readonly ownsUnfinishedTasks?: boolean;
 }
 
 interface RunState {
@@ -60,7 +73,7 @@ export function endsRun(event: StreamResponse): boolean {
  * sweeper that ends the tasks of replicas that died.
  */
 export class LeaseCoordinator implements ReplicaCoordinator {
-  readonly ownsUnfinishedTasks = false;
+  readonly ownsUnfinishedTasks: boolean;
   readonly onPublish = (run: TaskRun, event: StreamResponse): void => this.enqueue(run, event);
   private readonly runs = new Map<TaskRun, RunState>();
   private readonly sweeper: NodeJS.Timeout;
@@ -69,6 +82,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   private lastEventSweep = 0;
 
   constructor(private readonly options: LeaseCoordinatorOptions) {
+    this.ownsUnfinishedTasks = options.ownsUnfinishedTasks === true;
     // Every run of this replica holds a lease, so a cancel announced for one of them finds it here.
     this.unsubscribeCancel = options.leases.onCancel((key, taskId) => {
       for (const run of this.runs.keys()) {
@@ -248,25 +262,68 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     return record ? fromBinary(TaskSchema, record.payload) : undefined;
   }
 
+  /**
+   * Ends a task that was running when this process last stopped (a LevelDB process owns its store, so
+   * nobody else can be running it): FAILED, with a final event after the events it logged before the
+   * crash, so a resume replays them and then ends.
+   */
+  async failInterrupted(tenant: string, contextId: string, taskId: string, why: string): Promise<void> {
+    const key: ThreadKey = { tenant, contextId };
+    const grant = await this.options.leases.tryAcquire(key, taskId, this.options.leaseTtlMs);
+    if (!grant) return;
+    const fence: Fence = { key, taskId, token: grant.token };
+    try {
+      await this.endLostTask(key, taskId, fence, why);
+    } finally {
+      await this.options.leases.release(fence).catch(() => {});
+    }
+  }
+
+  /**
+   * Records the end of a task that waits for input (no run holds its context) under the context's
+   * lease: the final task, then its final event, which ends the streams that follow the task.
+   */
+  async endWaiting(tenant: string, task: Task): Promise<void> {
+    const key: ThreadKey = { tenant, contextId: task.contextId };
+    const grant = await this.options.leases.tryAcquire(key, task.id, this.options.leaseTtlMs);
+    if (!grant) throw contextBusy(task.contextId, task.id, "cancel it");
+    const fence: Fence = { key, taskId: task.id, token: grant.token };
+    try {
+      await this.options.store.putTask(taskRecord(tenant, task), { fence });
+      await this.appendFinalStatus(tenant, task, fence);
+    } finally {
+      await this.options.leases.release(fence).catch(() => {});
+    }
+  }
+
+  /** Appends the task's current status as the final event of its log, unless the log already ended. */
+  private async appendFinalStatus(tenant: string, task: Task, fence: Fence): Promise<void> {
+    const last = await this.options.events.lastSeq(tenant, task.id);
+    const tail = last > 0 ? await this.options.events.read(tenant, task.id, last - 1, 1) : [];
+    // A log that ended waiting for input goes on: the task's end is appended after that.
+    if (tail[0]?.final && !endsWaiting(tail[0])) return;
+    await this.options.events.append(
+      tenant,
+      task.id,
+      [{ seq: last + 1, payload: toBinary(StreamResponseSchema, statusEvent(task)), final: true }],
+      fence,
+    );
+  }
+
   /** Ends the task of an expired lease as FAILED and appends its final event, under `fence`. */
-  private async endLostTask(key: ThreadKey, taskId: string, fence: Fence): Promise<void> {
+  private async endLostTask(
+    key: ThreadKey,
+    taskId: string,
+    fence: Fence,
+    why = "executor lost: the replica running this task stopped renewing its lease",
+  ): Promise<void> {
     const record = await this.options.store.getTask(key.tenant, taskId);
-    const last = await this.options.events.lastSeq(key.tenant, taskId);
-    const tail = last > 0 ? await this.options.events.read(key.tenant, taskId, last - 1, 1) : [];
     if (record && isCutOffByLostRun(record.state)) {
       const task = fromBinary(TaskSchema, record.payload);
-      setStatus(task, TaskState.FAILED, "executor lost: the replica running this task stopped renewing its lease");
+      setStatus(task, TaskState.FAILED, why);
       await this.options.store.putTask(taskRecord(key.tenant, task), { fence });
-      if (!tail[0]?.final) {
-        const event = statusEvent(task);
-        await this.options.events.append(
-          key.tenant,
-          taskId,
-          [{ seq: last + 1, payload: toBinary(StreamResponseSchema, event), final: true }],
-          fence,
-        );
-      }
-      this.options.logger.warn({ taskId, contextId: key.contextId }, "ended a task whose replica was lost (FAILED)");
+      await this.appendFinalStatus(key.tenant, task, fence);
+      this.options.logger.warn({ taskId, contextId: key.contextId }, `ended a task as FAILED (${why})`);
     }
   }
 
@@ -304,4 +361,10 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     this.unsubscribeCancel();
     for (const state of this.runs.values()) clearInterval(state.renewer);
   }
+}
+
+/** A final event that left the task waiting for input: the task goes on after it. */
+function endsWaiting(event: TaskEvent): boolean {
+  const p = fromBinary(StreamResponseSchema, event.payload).payload;
+  return p.case === "statusUpdate" && isInterruptedState(p.value.status?.state ?? TaskState.UNSPECIFIED);
 }

@@ -5,12 +5,15 @@ import {
   AgentExtensionSchema,
   extensionUris,
   headers,
+  isInterruptedState,
+  isTerminalState,
   type StreamResponse,
   StreamResponseSchema,
+  TaskState,
 } from "@parley/proto";
 import type { TaskEventLog } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
-import { invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
+import { createTypedError, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
 import type { LeaseCoordinator } from "./lease-coordinator.js";
 
 /** Request header of SubscribeToTask: the seq of the last event the client has; the stream starts after it. */
@@ -18,7 +21,7 @@ const resumeAfterHeader = headers.resumeAfter;
 /** Response header of SendStreamingMessage and SubscribeToTask: the seq before the stream's first event. */
 const streamStartHeader = headers.streamStart;
 
-/** The agent card entry that documents resumable streams (advertised when replicas share PostgreSQL). */
+/** The agent card entry that documents resumable streams (advertised by every server with streaming on). */
 export function resumableStreamsExtension(): AgentExtension {
   return create(AgentExtensionSchema, {
     uri: extensionUris.resumableStreams,
@@ -69,9 +72,12 @@ async function latestRunStart(
 }
 
 /**
- * SubscribeToTask served from the shared event log, so it works on any
- * replica: without a resume point, the latest run's events from its first
- * (a Task snapshot); with one, exactly the events after it.
+ * SubscribeToTask served from the task event log, so it works on any replica
+ * and after the stream that started the task went away: without a resume
+ * point, the latest run's events from its first (a Task snapshot); with one,
+ * exactly the events after it, also once the task has ended (while its log
+ * is retained). A task waiting for input (INPUT_REQUIRED, AUTH_REQUIRED) is
+ * followed through its follow-up turns until it reaches a terminal state.
  */
 export async function* subscribeFromLog(
   resumable: Resumable,
@@ -83,20 +89,62 @@ export async function* subscribeFromLog(
   const resumeAfter = resumePoint(ctx);
   const task = await engine.getTask(tenant, taskId);
   if (!task) throw taskNotFound(taskId);
-  let start = resumeAfter;
-  if (start === undefined) {
+  let after: number;
+  if (resumeAfter === undefined) {
     requireSubscribable(task);
     const latest = await latestRunStart(resumable.events, tenant, taskId);
+    after = latest.start;
     if (latest.ended) {
-      // A task waiting for input has no running agent: its current state is all there is to send.
-      ctx.responseHeader.set(streamStartHeader, String(latest.start));
+      // A task waiting for input has no running agent: its current state comes first, numbered as the
+      // final event of the run it reflects, so the follow-up turn's events keep their own seqs.
+      ctx.responseHeader.set(streamStartHeader, String(Math.max(0, after - 1)));
       yield { payload: { case: "task", value: task } } as StreamResponse;
-      return;
+    } else {
+      ctx.responseHeader.set(streamStartHeader, String(after));
     }
-    start = latest.start;
+  } else {
+    after = resumeAfter;
+    ctx.responseHeader.set(streamStartHeader, String(after));
+    const state = task.status?.state ?? TaskState.UNSPECIFIED;
+    if (isTerminalState(state)) {
+      const last = await resumable.events.lastSeq(tenant, taskId);
+      if (last === 0) {
+        throw createTypedError(
+          "UNSUPPORTED_OPERATION",
+          `task ${taskId} is ${TaskState[state]} (terminal) and its events are no longer kept; read it with GetTask`,
+          { taskId },
+        );
+      }
+      // Nothing after the end: the stream is complete.
+      if (after >= last) return;
+    }
   }
-  ctx.responseHeader.set(streamStartHeader, String(start));
-  for await (const event of resumable.events.subscribe(tenant, taskId, start, ctx.signal)) {
-    yield fromBinary(StreamResponseSchema, event.payload);
+  yield* followAcrossTurns(resumable.events, tenant, taskId, after, ctx.signal);
+}
+
+/** A final event after which the task goes on: its run ended waiting for the client. */
+function leavesTaskWaiting(event: StreamResponse): boolean {
+  const p = event.payload;
+  return p.case === "statusUpdate" && isInterruptedState(p.value.status?.state ?? TaskState.UNSPECIFIED);
+}
+
+/** The log's events after `after`, across runs: a run that ends waiting for input is followed by the next. */
+async function* followAcrossTurns(
+  events: TaskEventLog,
+  tenant: string,
+  taskId: string,
+  after: number,
+  signal: AbortSignal,
+): AsyncGenerator<StreamResponse> {
+  let next = after;
+  for (;;) {
+    let waiting = false;
+    for await (const logged of events.subscribe(tenant, taskId, next, signal)) {
+      next = logged.seq;
+      const event = fromBinary(StreamResponseSchema, logged.payload);
+      waiting = logged.final && leavesTaskWaiting(event);
+      yield event;
+    }
+    if (!waiting || signal.aborted) return;
   }
 }

@@ -1,6 +1,6 @@
 import { clone, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   type A2AService,
   type AgentCard,
@@ -16,7 +16,7 @@ import type { ThreadStore } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
 import type { Engine, SendOptions } from "../engine/engine.js";
 import type { TaskRun } from "../engine/task-run.js";
-import { createTypedError, fromStore, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
+import { createTypedError, fromStore, invalidArgument, taskNotFound } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
 import { type Resumable, subscribeFromLog } from "../replicas/resume.js";
@@ -29,8 +29,8 @@ export interface A2AServiceDeps {
   readonly extendedCard: (agent: string) => AgentCard;
   /** Push notification configs; required for the push RPCs when capabilities.pushNotifications is on. */
   readonly push?: PushConfigs;
-  /** Set when replicas share PostgreSQL: SubscribeToTask replays and follows the shared event log. */
-  readonly resumable?: Resumable;
+  /** The task event log (PostgreSQL's, or the LevelDB server's): SubscribeToTask replays and follows it. */
+  readonly resumable: Resumable;
 }
 
 /** Copies a task with its history cut to the last `length` messages (unset: all; 0: none). */
@@ -47,6 +47,21 @@ function settledResponse(run: TaskRun, historyLength: number | undefined): SendM
   const last = run.events[run.events.length - 1];
   if (last?.payload.case === "message") return { case: "message", value: last.payload.value };
   return { case: "task", value: withHistoryLength(run.task, historyLength) };
+}
+
+/** Waits for the run to settle; a caller that goes away first stops waiting (its call fails), not the run. */
+async function settledOrGone(run: TaskRun, signal: AbortSignal): Promise<void> {
+  let onAbort = () => {};
+  const gone = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new ConnectError("the caller went away; the task runs on", Code.Canceled));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    await Promise.race([run.settled, gone]);
+  } finally {
+    signal.removeEventListener("abort", onAbort);
+  }
 }
 
 /**
@@ -112,14 +127,13 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     return { beforeRun: async (run) => void (await push.register(tenant, run.taskId, pushConfig)) };
   };
 
-  async function* follow(run: TaskRun, ctx: HandlerContext, ownsRun: boolean): AsyncGenerator<StreamResponse> {
+  /** The run's events to the caller. Its going away ends only the stream: the task runs on (CancelTask stops it). */
+  async function* follow(run: TaskRun, ctx: HandlerContext): AsyncGenerator<StreamResponse> {
     const release = streams.acquire(callerOf(ctx).tenant);
     try {
       yield* run.follow(0, ctx.signal, maxLag);
     } finally {
       release();
-      // The caller that started a streamed task going away ends it, so its context does not stay busy.
-      if (ownsRun && !run.finished && ctx.signal.aborted) engine.abandon(run);
     }
   }
 
@@ -134,13 +148,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       if (req.configuration?.returnImmediately) {
         return { payload: { case: "task", value: withHistoryLength(clone(TaskSchema, run.task), historyLength) } };
       }
-      const onAbort = () => engine.abandon(run);
-      ctx.signal.addEventListener("abort", onAbort, { once: true });
-      try {
-        await run.settled;
-      } finally {
-        ctx.signal.removeEventListener("abort", onAbort);
-      }
+      // A caller that goes away stops waiting, not the task: it can be read back with GetTask or SubscribeToTask.
+      await settledOrGone(run, ctx.signal);
       return { payload: settledResponse(run, historyLength) };
     },
 
@@ -152,10 +161,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
         yield { payload: { case: "task", value: outcome.task } };
         return;
       }
-      if (deps.resumable) {
-        ctx.responseHeader.set(headers.streamStart, String(deps.resumable.coordinator.streamStart(outcome.run)));
-      }
-      yield* follow(outcome.run, ctx, !outcome.attached);
+      ctx.responseHeader.set(headers.streamStart, String(deps.resumable.coordinator.streamStart(outcome.run)));
+      yield* follow(outcome.run, ctx);
     },
 
     async getTask(req, ctx) {
@@ -195,25 +202,12 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     async *subscribeToTask(req, ctx) {
       requireStreaming();
       const tenant = callerOf(ctx).tenant;
-      if (deps.resumable) {
-        const release = streams.acquire(tenant);
-        try {
-          yield* subscribeFromLog(deps.resumable, engine, tenant, req.id, ctx);
-        } finally {
-          release();
-        }
-        return;
+      const release = streams.acquire(tenant);
+      try {
+        yield* subscribeFromLog(deps.resumable, engine, tenant, req.id, ctx);
+      } finally {
+        release();
       }
-      const run = engine.liveRun(tenant, req.id);
-      if (run && !run.finished) {
-        yield* follow(run, ctx, false);
-        return;
-      }
-      const task = await engine.getTask(tenant, req.id);
-      if (!task) throw taskNotFound(req.id);
-      requireSubscribable(task);
-      // A task waiting for input has no running agent: its current state is all there is to send.
-      yield { payload: { case: "task", value: task } };
     },
 
     async createTaskPushNotificationConfig(req, ctx) {
