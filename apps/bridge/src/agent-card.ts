@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { toJsonString } from "@bufbuild/protobuf";
 import { type AgentCard, AgentCardSchema } from "@parley/proto";
 import { noteRequest } from "@parley/server";
 import type { AgentCheck, CardSource } from "./card-source.js";
+import { createCardValidators, notModified } from "./card-validators.js";
 import { sendJson } from "./http-response.js";
 import type { Logger } from "./logger.js";
 import { negotiateVersion } from "./protocol-version.js";
@@ -19,23 +19,12 @@ export interface CardHandlerOptions {
   readonly logger: Logger;
 }
 
-/** Serves GET/HEAD of an agent card, with an ETag so a client polling it gets 304s. */
+/** Serves GET/HEAD of an agent card, with ETag and Last-Modified so a client polling it gets 304s. */
 export type CardHandler = (req: IncomingMessage, res: ServerResponse, url: URL, agent?: string) => Promise<void>;
-
-function etagOf(body: string): string {
-  return `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`;
-}
-
-function etagMatches(ifNoneMatch: string | undefined, etag: string): boolean {
-  if (!ifNoneMatch) return false;
-  return ifNoneMatch
-    .split(",")
-    .map((t) => t.trim().replace(/^W\//, ""))
-    .some((t) => t === etag || t === "*");
-}
 
 export function createCardHandler(options: CardHandlerOptions): CardHandler {
   const { cards, checkAgent, jsonRpcUrlOf, logger } = options;
+  const cardValidators = createCardValidators();
   return async (req, res, url, agent) => {
     noteRequest(res, { method: "agent-card" });
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -61,9 +50,14 @@ export function createCardHandler(options: CardHandlerOptions): CardHandler {
     const { version, explicit } = negotiateVersion(req, url);
     const body =
       explicit && version === "0.3" ? JSON.stringify(agentCardToV03(card)) : toJsonString(AgentCardSchema, card);
-    const etag = etagOf(body);
-    const headers = { ETag: etag, "Cache-Control": "public, max-age=60", Vary: "A2A-Version" };
-    if (etagMatches(headerValue(req, "if-none-match"), etag)) {
+    const validators = cardValidators.of(body);
+    const headers = {
+      ETag: validators.etag,
+      "Last-Modified": validators.lastModified,
+      "Cache-Control": "public, max-age=60",
+      Vary: "A2A-Version",
+    };
+    if (notModified(validators, headerValue(req, "if-none-match"), headerValue(req, "if-modified-since"))) {
       res.writeHead(304, headers);
       res.end();
       return;

@@ -4,6 +4,7 @@ import { ConnectError, type Transport } from "@connectrpc/connect";
 import { parleyErrorDomain, SendMessageRequestSchema, headers as wire } from "@parley/proto";
 import { noteRequest } from "@parley/server";
 import type { AgentCheck } from "./card-source.js";
+import { checkJsonContentType } from "./content-type.js";
 import { sendJson } from "./http-response.js";
 import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
 import { type JsonRpcId, parseEnvelope, parseJsonBody, readBody, salvageId } from "./json-rpc-request.js";
@@ -91,6 +92,7 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
     let id: JsonRpcId = null;
     let method = "";
     try {
+      checkJsonContentType(headerValue(req, "content-type"));
       const body = await readBody(req, limits.maxBodyBytes);
       const parsed = parseJsonBody(body, limits.maxJsonDepth);
       id = salvageId(parsed);

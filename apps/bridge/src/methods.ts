@@ -11,6 +11,7 @@ import type { Transport } from "@connectrpc/connect";
 import { A2AService } from "@parley/proto";
 import type { z } from "zod";
 import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import { withoutUnknownFields } from "./unknown-fields.js";
 import { agentCardToV03 } from "./v03/agent-card.js";
 import { v03Params } from "./v03/params.js";
 import * as toV1 from "./v03/to-v1.js";
@@ -127,13 +128,15 @@ function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
       if (params !== undefined && params !== null && (typeof params !== "object" || Array.isArray(params))) {
         throw invalidParams(method.name, `params must be a JSON object (by-name), got ${describeType(params)}`);
       }
+      // Fields this version does not know are dropped first (forward compatibility); the rest is decoded strictly.
+      const known = withoutUnknownFields(method.input, params ?? {});
       try {
-        return fromJson(method.input, (params ?? {}) as JsonValue);
+        return fromJson(method.input, known as JsonValue);
       } catch (error) {
         const message = (error as Error).message;
         // protobuf-es names a type, not where it sits ("cannot decode enum lf.a2a.v1.TaskState",
         // "cannot decode message google.protobuf.Struct"), which leaves a caller guessing which field was wrong.
-        const path = failingFieldPath(method.input, params, "");
+        const path = failingFieldPath(method.input, known, "");
         throw invalidParams(method.name, path === undefined ? message : `${path}: ${message}`);
       }
     },

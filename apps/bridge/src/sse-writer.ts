@@ -49,14 +49,16 @@ export function createSseWriter(keepAliveMs: number): SseWriter {
   async function write(res: ServerResponse, stream: SseStream): Promise<void> {
     const { upstream, render, id, resume, upstreamAbort } = stream;
     const iterator = upstream.events[Symbol.asyncIterator]();
-    // The n-th event of the stream has seq start + n, the number the shared event log gave it.
-    const start = streamStartOf(upstream.header);
+    // The n-th event of the stream has seq start + n, the number the task's event log gave it. The header is
+    // read once the first event is there: an in-process upstream sets it when its handler starts running.
+    let start: number | undefined;
     let index = 0;
     let taskId = resume?.taskId;
     const next = async (): Promise<IteratorResult<Message> & { seq?: number }> => {
       for (;;) {
         const result = await iterator.next();
         if (result.done) return result;
+        start ??= streamStartOf(upstream.header);
         const seq = start + ++index;
         // An upstream that ignored parley-resume-after replays from its start: drop what the client already has.
         if (resume && seq <= resume.afterSeq) continue;

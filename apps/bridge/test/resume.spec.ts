@@ -192,6 +192,35 @@ describe("resumable SSE across PostgreSQL replicas, one bridge each", () => {
     expect(storedText(stored)).not.toBe("");
   });
 
+  it("keeps a task running when its stream is dropped on one replica, and resumes it after its end on another", async () => {
+    // Replica A was killed by the test before; B runs the task, C serves the resume.
+    const [, b, c] = replicas as [Replica, Replica, Replica];
+    const text = "dropped on one replica, finished there, picked up on another";
+    const before = await readThenDrop(
+      b.bridge.url,
+      rpc("SendStreamingMessage", sendParams(`ctx-${randomUUID()}`, text, false)),
+      v1,
+      3,
+    );
+    const taskId = (before[0]!.data.result as { task: { id: string } }).task.id;
+    const stored = await waitForEnd(c.bridge.url, taskId);
+    expect((stored.status as { state: string }).state).toBe("TASK_STATE_COMPLETED");
+    const after: SseEvent[] = [];
+    await drain(
+      await openStream(b.bridge.url, rpc("SubscribeToTask", { id: taskId }), {
+        ...v1,
+        "Last-Event-ID": before[2]!.id!,
+      }),
+      after,
+    );
+    const all = [...before, ...after];
+    expectContiguous(all, taskId, 1);
+    const final = all[all.length - 1]!.data.result as { statusUpdate?: { status?: { state?: string } } };
+    expect(final.statusUpdate?.status?.state).toBe("TASK_STATE_COMPLETED");
+    expect(chunkText(all)).toBe(storedText(stored));
+    expect(storedText(stored)).toContain(text);
+  });
+
   it("refuses a malformed Last-Event-ID, or one naming another task, as -32602 naming the header", async () => {
     const [, b] = replicas as [Replica, Replica, Replica];
     const taskId = await startTask(b.bridge.url, "short");
@@ -212,7 +241,29 @@ describe("resumable SSE across PostgreSQL replicas, one bridge each", () => {
   });
 });
 
-describe("resumable SSE on one LevelDB-backed bridge (no shared event log)", () => {
+/** Reads a stream's first `count` events, then drops the connection, as a client on a bad network would. */
+async function readThenDrop(url: string, body: string, headers: Record<string, string>, count: number) {
+  const drop = new AbortController();
+  const got: SseEvent[] = [];
+  const stream = await openStream(url, body, headers, drop.signal);
+  for await (const e of stream) {
+    got.push(e);
+    if (got.length === count) break;
+  }
+  drop.abort();
+  return got;
+}
+
+async function waitForEnd(url: string, taskId: string): Promise<Record<string, unknown>> {
+  for (;;) {
+    const task = await getTask(url, taskId);
+    const state = (task.status as { state?: string } | undefined)?.state;
+    if (state !== "TASK_STATE_SUBMITTED" && state !== "TASK_STATE_WORKING") return task;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describe("resumable SSE on one LevelDB-backed bridge (its durable event log)", () => {
   let stack: TestStack;
   beforeAll(async () => {
     stack = await startStack();
@@ -221,7 +272,7 @@ describe("resumable SSE on one LevelDB-backed bridge (no shared event log)", () 
     await stack?.close();
   });
 
-  it("numbers from the in-memory run's start and resumes a dropped subscription without gap or duplicate", async () => {
+  it("numbers from the event log and resumes a dropped subscription without gap or duplicate", async () => {
     const url = `${stack.bridge.url}agents/slow/`;
     const taskId = await startTask(url, "dropped and picked up again on the same bridge");
     const before: SseEvent[] = [];
@@ -242,5 +293,51 @@ describe("resumable SSE on one LevelDB-backed bridge (no shared event log)", () 
     const all = [...before, ...after];
     expectContiguous(all, taskId, 1);
     expect(chunkText(all)).toBe(storedText(await getTask(url, taskId)));
+  });
+  it("keeps a task running when its SendStreamingMessage is dropped, and resumes it by Last-Event-ID while it runs and after it ended", async () => {
+    const url = `${stack.bridge.url}agents/slow/`;
+    const text = "a reply dropped in the middle of its stream";
+    const before = await readThenDrop(
+      url,
+      rpc("SendStreamingMessage", sendParams(`ctx-${randomUUID()}`, text, false)),
+      v1,
+      3,
+    );
+    const taskId = (before[0]!.data.result as { task: { id: string } }).task.id;
+    expectContiguous(before, taskId, 1);
+
+    const running: SseEvent[] = [];
+    await drain(
+      await openStream(url, rpc("SubscribeToTask", { id: taskId }), { ...v1, "Last-Event-ID": before[2]!.id! }),
+      running,
+    );
+    expectContiguous([...before, ...running], taskId, 1);
+    const final = running[running.length - 1]!.data.result as { statusUpdate?: { status?: { state?: string } } };
+    expect(final.statusUpdate?.status?.state).toBe("TASK_STATE_COMPLETED");
+    const stored = await waitForEnd(url, taskId);
+    expect((stored.status as { state: string }).state).toBe("TASK_STATE_COMPLETED");
+    expect(chunkText([...before, ...running])).toBe(storedText(stored));
+    expect(storedText(stored)).toContain(text);
+
+    // After the end, the same Last-Event-ID gives the same missing events (v1.0 and v0.3), and nothing is doubled.
+    const ended: SseEvent[] = [];
+    await drain(
+      await openStream(url, rpc("SubscribeToTask", { id: taskId }), { ...v1, "Last-Event-ID": before[2]!.id! }),
+      ended,
+    );
+    expect(ended.map((e) => e.id)).toEqual(running.map((e) => e.id));
+    expect(ended.map((e) => e.data)).toEqual(running.map((e) => e.data));
+    const legacy: SseEvent[] = [];
+    await drain(
+      await openStream(url, rpc("tasks/resubscribe", { id: taskId }), {
+        "A2A-Version": "0.3",
+        "Last-Event-ID": before[2]!.id!,
+      }),
+      legacy,
+    );
+    expect(legacy.map((e) => e.id)).toEqual(running.map((e) => e.id));
+    // A plain subscribe to the finished task keeps the specification's error.
+    const plain = await postRaw(url, rpc("SubscribeToTask", { id: taskId }), v1);
+    expect((plain.json.error as { code: number }).code).toBe(-32004);
   });
 });

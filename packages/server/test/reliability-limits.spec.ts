@@ -124,7 +124,7 @@ describe("stream limits", () => {
     await open[1]!.return?.();
   });
 
-  it("cuts off a subscriber that is more than subscriberBufferEvents behind, naming the limit", async () => {
+  it("cuts off a streaming caller more than subscriberBufferEvents behind; a late SubscribeToTask reads the log instead", async () => {
     // A tenant of its own, so the stream slots of the test above play no part.
     const carol = server.a2a("grpc", { authorization: "Bearer key-carol" });
     const started = (
@@ -133,21 +133,30 @@ describe("stream limits", () => {
         configuration: { returnImmediately: true },
       })
     ).payload.value as Task;
-    // A subscriber replays the run's log from its start: once the agent has published
-    // more chunks than the buffer holds, a new subscriber starts out too far behind.
     for (;;) {
       const task = await carol.getTask({ id: started.id });
       const chunks = task.artifacts.map((a) => messageText(a)).join("").length / 10;
       if (chunks >= 4) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
+    // The in-memory follower a SendStreamingMessage caller reads: starting (or falling) more than
+    // the buffer behind the run ends it with the limit's error rather than holding the producer.
+    const run = server.parley.engine.liveRun("carol", started.id)!;
     const error = await failure(async () => {
-      for await (const _ of carol.subscribeToTask({ id: started.id })) {
+      for await (const _ of run.follow(0, new AbortController().signal, 3)) {
         // Events before the cut are allowed; the stream must end in the error.
       }
     });
     expect(error.code).toBe(Code.ResourceExhausted);
     expect(error.rawMessage).toMatch(/fell \d+ events behind task .* \(limit 3\); resubscribe/);
+    // SubscribeToTask reads the task's event log in batches and holds nothing in memory for its
+    // reader, so a late subscriber gets every event from the first, however far behind it starts.
+    const late = carol.subscribeToTask({ id: started.id })[Symbol.asyncIterator]();
+    const seen: string[] = [];
+    for (let i = 0; i < 6; i++) seen.push((await late.next()).value?.payload.case ?? "end");
+    expect(seen[0]).toBe("task");
+    expect(seen.filter((c) => c === "artifactUpdate").length).toBeGreaterThanOrEqual(4);
+    await late.return?.();
     await carol.cancelTask({ id: started.id });
   });
 });
