@@ -149,6 +149,20 @@ describe("conformance agent over JSON-RPC with the a2a-js client", () => {
     expect(labels.slice(1)).toEqual(["status:TASK_STATE_WORKING", "status:TASK_STATE_COMPLETED"]);
   });
 
+  it("keeps a subscription to an INPUT_REQUIRED task open through the follow-up to COMPLETED (STREAM-SUB-002)", async () => {
+    const waiting = asTask(await client.sendMessage(request(kitId("tck-input-required"))));
+    expect(waiting.status?.state).toBe(S.TASK_STATE_INPUT_REQUIRED);
+    const events = client.resubscribeTask(sdk.SubscribeToTaskRequest.fromJSON({ id: waiting.id }));
+    const iterator = events[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.value?.payload?.$case).toBe("task");
+    const done = asTask(await client.sendMessage(request(kitId("tck-complete-task"), { taskId: waiting.id })));
+    expect(done.status?.state).toBe(S.TASK_STATE_COMPLETED);
+    const rest = await streamLabels({ [Symbol.asyncIterator]: () => iterator });
+    expect(rest[0]).toBe("task:TASK_STATE_SUBMITTED");
+    expect(rest[rest.length - 1]).toBe("status:TASK_STATE_COMPLETED");
+  });
+
   it("treats a true retry as a retry and a reused messageId with new content as a new message", async () => {
     const contextId = `retry-${crypto.randomUUID()}`;
     const id = kitId("tck-complete-task");
