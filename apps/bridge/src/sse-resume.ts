@@ -36,10 +36,9 @@ export function resumePointOf(input: Message, lastEventId: string | undefined): 
 }
 
 /**
- * The seq before a stream's first event. An upstream without the shared event
- * log (a LevelDB server) sends no header; its streams replay the task's
- * in-memory run from the first event, so counting from 0 gives the same
- * numbers on every subscribe to that run.
+ * The seq before a stream's first event. Every Parley server sends it (both
+ * backends keep a task event log); an upstream that sends none is numbered
+ * from 0, which matches a stream that replays the task from its first event.
  */
 export function streamStartOf(header: Headers): number {
   const raw = header.get(headers.streamStart)?.trim();

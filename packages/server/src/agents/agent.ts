@@ -17,7 +17,7 @@ export interface AgentTurn {
   readonly history: readonly HistoryEntry[];
   /** Sessions this message already passed through (for loop guards across hops). */
   readonly hops: readonly string[];
-  /** Fires on cancel, timeout, client disconnect and shutdown. */
+  /** Fires on cancel, timeout, a lost lease and shutdown (a client disconnect does not stop a task). */
   readonly signal: AbortSignal;
   /** Whether the caller watches the reply as a stream rather than waiting for the whole answer. */
   readonly streaming: boolean;
