@@ -133,6 +133,47 @@ describe("three replicas on one PostgreSQL database", () => {
     }
   });
 
+  it("completes a task whose SendStreamingMessage was dropped, and resumes it on another replica after its end", async () => {
+    const [executor, , spare] = [replicas[0]!, replicas[1]!, replicas[2]!];
+    const text = "dropped by its caller, finished anyway";
+    const abort = new AbortController();
+    const before: StreamResponse[] = [];
+    let start = -1;
+    try {
+      for await (const event of executor.client.sendStreamingMessage(sendRequest(`ctx-${randomUUID()}`, text), {
+        signal: abort.signal,
+        onHeader: (h) => {
+          start = Number(h.get("parley-stream-start"));
+        },
+      })) {
+        before.push(event);
+        if (before.length === 3) abort.abort();
+      }
+    } catch {
+      // The drop ends the read.
+    }
+    const taskId = before[0]!.payload.case === "task" ? before[0]!.payload.value.id : "";
+    let task = await spare.client.getTask({ id: taskId });
+    while (task.status?.state === TaskState.SUBMITTED || task.status?.state === TaskState.WORKING) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      task = await spare.client.getTask({ id: taskId });
+    }
+    expect(task.status?.state).toBe(TaskState.COMPLETED);
+    const after: StreamResponse[] = [];
+    for await (const event of spare.client.subscribeToTask(
+      { id: taskId },
+      { headers: { "parley-resume-after": String(start + before.length) } },
+    )) {
+      after.push(event);
+    }
+    const all = [...before, ...after];
+    const last = all[all.length - 1]!;
+    expect(last.payload.case === "statusUpdate" && last.payload.value.status?.state).toBe(TaskState.COMPLETED);
+    const stored = task.artifacts[0]!.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("");
+    expect(streamedText(all)).toBe(stored);
+    expect(stored).toContain(text);
+  });
+
   it("ends the task of a killed executor as FAILED once its lease expires, and frees the context", async () => {
     const executor = await startReplica();
     const observer = replicas[0]!;

@@ -33,6 +33,8 @@ describe("LevelDB task event log", () => {
         [3, false],
       ]);
       expect(await second.events.read("acme", "t1", 1, 10)).toEqual([event(2), event(3)]);
+      // One appended batch is one record: reads start and stop inside it.
+      expect(await second.events.read("acme", "t1", 0, 2)).toEqual([event(1), event(2)]);
       const follower = (async () => {
         const got: number[] = [];
         for await (const e of second.events.subscribe("acme", "t1", 2, new AbortController().signal)) got.push(e.seq);
