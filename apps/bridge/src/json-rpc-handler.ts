@@ -4,7 +4,7 @@ import { ConnectError, type Transport } from "@connectrpc/connect";
 import { parleyErrorDomain, SendMessageRequestSchema, headers as wire } from "@parley/proto";
 import { noteRequest } from "@parley/server";
 import type { AgentCheck } from "./card-source.js";
-import { checkJsonContentType } from "./content-type.js";
+import { contentTypeError } from "./content-type.js";
 import { sendJson } from "./http-response.js";
 import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
 import { type JsonRpcId, parseEnvelope, parseJsonBody, readBody, salvageId } from "./json-rpc-request.js";
@@ -92,8 +92,13 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
     let id: JsonRpcId = null;
     let method = "";
     try {
-      checkJsonContentType(headerValue(req, "content-type"));
+      const wrongType = contentTypeError(headerValue(req, "content-type"));
       const body = await readBody(req, limits.maxBodyBytes);
+      if (wrongType) {
+        // Refused before any other check; the body is only read for the id, which JSON-RPC asks to answer with.
+        id = salvageIdOf(body, limits.maxJsonDepth);
+        throw wrongType;
+      }
       const parsed = parseJsonBody(body, limits.maxJsonDepth);
       id = salvageId(parsed);
       const envelope = parseEnvelope(parsed);
@@ -133,4 +138,13 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       if (rpcError.httpStatus === 413) req.destroy();
     }
   };
+}
+
+/** The id of a body that may not be JSON at all: null unless it parses. */
+function salvageIdOf(body: Buffer, maxDepth: number): JsonRpcId {
+  try {
+    return salvageId(parseJsonBody(body, maxDepth));
+  } catch {
+    return null;
+  }
 }
