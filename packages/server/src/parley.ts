@@ -211,6 +211,10 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     interceptors,
     readMaxBytes: config.limits.maxMessageBytes,
     shutdownSignal: shutdown.signal,
+    // Forward compatibility (A2A: ignore unrecognised fields): a peer a minor version ahead is served, and
+    // what this version does not know is dropped, never stored or echoed back (JSON and binary alike).
+    jsonOptions: { ignoreUnknownFields: true },
+    binaryOptions: { readUnknownFields: false },
   };
 
   let server: DualProtocolServer | undefined;
