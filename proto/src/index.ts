@@ -4,6 +4,7 @@ export * as grpcHealthV1 from "./gen/grpc/health/v1/health_pb.js";
 export * as grpcReflectionV1 from "./gen/grpc/reflection/v1/reflection_pb.js";
 export * as grpcReflectionV1alpha from "./gen/grpc/reflection/v1alpha/reflection_pb.js";
 export * from "./gen/lf/a2a/v1/a2a_pb.js";
+export * from "./gen/parley/v1/access_pb.js";
 export * from "./gen/parley/v1/session_pb.js";
 export * from "./gen/parley/v1/target_pb.js";
 export * from "./gen/parley/v1/thread_pb.js";

@@ -3,8 +3,10 @@ import { Code, ConnectError, type ConnectRouter, type Transport } from "@connect
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   A2AService,
+  AccessService,
   type AgentCard,
   file_lf_a2a_v1_a2a,
+  file_parley_v1_access,
   file_parley_v1_session,
   file_parley_v1_target,
   file_parley_v1_thread,
@@ -40,6 +42,7 @@ import { createReflectionServices } from "./reflection/reflection-service.js";
 import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
 import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
+import { createAccessServiceImpl } from "./services/access-service.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
 import { createTargetServiceImpl } from "./services/target-service.js";
 import { createThreadServiceImpl } from "./services/thread-service.js";
@@ -176,12 +179,17 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     { service: ThreadService, impl: createThreadServiceImpl({ store, engine }) },
     { service: SessionService, impl: sessionService },
     { service: TargetService, impl: createTargetServiceImpl({ store, agents, peers: config.peers }) },
+    {
+      service: AccessService,
+      impl: createAccessServiceImpl({ openMode: Object.keys(config.apiKeys).length === 0, agentNames: names }),
+    },
   ] as const;
   const serviceNames = services.map((s) => s.service.typeName);
   const reflection = createReflectionServices(
     [
       file_lf_a2a_v1_a2a,
       file_parley_v1_thread,
+      file_parley_v1_access,
       file_parley_v1_session,
       file_parley_v1_target,
       grpcHealthV1.file_grpc_health_v1_health,
