@@ -12,6 +12,7 @@ import {
 import { createCardHandler } from "./agent-card.js";
 import { type CardSource, createAgentCheck } from "./card-source.js";
 import { sendJson } from "./http-response.js";
+import type { HttpRoute } from "./http-route.js";
 import { JsonRpcCode } from "./json-rpc-error.js";
 import { type BridgeLimits, createRpcHandler, defaultLimits } from "./json-rpc-handler.js";
 import type { Logger } from "./logger.js";
@@ -38,6 +39,8 @@ export interface BridgeOptions {
   readonly observability?: Observability;
   /** What /readyz reports: the server's monitor in embedded mode, the upstream's health in remote mode. */
   readonly health?: HealthMonitor;
+  /** Handlers for paths beside JSON-RPC (the Connect RPCs, the console), asked in order before it. */
+  readonly routes?: readonly HttpRoute[];
 }
 
 export interface Bridge {
@@ -81,6 +84,11 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     const route = matchRoute(url.pathname);
     if (closing) {
       sendJson(res, 503, { error: "the bridge is shutting down" }, { Connection: "close" });
+      return;
+    }
+    const extra = options.routes?.find((r) => r.matches(url.pathname));
+    if (extra) {
+      extra.handle(req, res);
       return;
     }
     if (!route) {
@@ -133,6 +141,7 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       closed ??= (async () => {
         health.drain();
         closing = true;
+        for (const route of options.routes ?? []) route.close?.();
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
         const streamsEnded = sse.closeAll("the bridge is shutting down; resubscribe to the task to follow it");
         server.closeIdleConnections();

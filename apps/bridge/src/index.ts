@@ -1,5 +1,8 @@
 export { type Bridge, type BridgeOptions, createBridge } from "./bridge.js";
 export type { CardSource } from "./card-source.js";
+export { type ConnectRoutesOptions, connectServices, createConnectRoutes } from "./connect-routes.js";
+export { consoleFileOf, consolePath, createConsoleRoute, defaultConsoleDir } from "./console-route.js";
+export type { HttpRoute } from "./http-route.js";
 export { JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
 export { type BridgeLimits, defaultLimits } from "./json-rpc-handler.js";
 export { createBridgeLogger } from "./logger.js";

@@ -14,6 +14,9 @@ import {
   stopTracing,
 } from "@parley/server";
 import { type BridgeOptions, createBridge } from "./bridge.js";
+import { createConnectRoutes } from "./connect-routes.js";
+import { consolePath, createConsoleRoute } from "./console-route.js";
+import { defaultLimits } from "./json-rpc-handler.js";
 import { createBridgeLogger } from "./logger.js";
 import { agentCardPath, jsonRpcPath } from "./routes.js";
 import { createRemoteUpstream } from "./upstream.js";
@@ -93,7 +96,15 @@ async function main(): Promise<void> {
     };
   }
   const { grpcAddress } = connection;
-  const bridge = await createBridge({ ...connection, ...bridgeOptions });
+  // The console and the Connect RPCs it calls, on the JSON-RPC port, in both modes.
+  const routes = [
+    createConnectRoutes({
+      upstream: connection.upstream,
+      maxBodyBytes: parley ? config.limits.maxMessageBytes : defaultLimits.maxBodyBytes,
+    }),
+    createConsoleRoute(),
+  ];
+  const bridge = await createBridge({ ...connection, ...bridgeOptions, routes });
 
   const cardUrl = new URL(agentCardPath.slice(1), bridge.url).href;
   const example = JSON.stringify({
@@ -117,6 +128,7 @@ async function main(): Promise<void> {
       `parley-bridge (${parley ? "embedded" : `remote: ${upstream}`})`,
       `  JSON-RPC    ${bridge.url}   (--port / PORT, --host / BRIDGE_HOST)`,
       `  agent card  ${cardUrl}`,
+      `  console     ${new URL(`${consolePath.slice(1)}/`, bridge.url).href}`,
       `  gRPC        ${grpcAddress}   (${parley ? "--grpc-port / PARLEY_GRPC_PORT, --grpc-host / PARLEY_HOST" : "--upstream"})`,
       ...(parley && parley.agentNames().length > 1
         ? [

@@ -1,0 +1,125 @@
+import { setMaxListeners } from "node:events";
+import type { DescMethodServerStreaming, DescMethodUnary, DescService } from "@bufbuild/protobuf";
+import type { ConnectRouter, HandlerContext, Transport } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import {
+  A2AService,
+  AccessService,
+  SessionService,
+  TargetService,
+  ThreadService,
+  headers as wireHeaders,
+} from "@parley/proto";
+import type { HttpRoute } from "./http-route.js";
+
+/** The services the bridge's HTTP/1.1 port answers over Connect and gRPC-Web (what the console uses). */
+export const connectServices: readonly DescService[] = [
+  A2AService,
+  ThreadService,
+  SessionService,
+  TargetService,
+  AccessService,
+];
+
+/** Request headers Parley's interceptors and handlers read; nothing else is passed on. */
+const forwardedRequestHeaders = [
+  "authorization",
+  wireHeaders.a2aVersion,
+  wireHeaders.a2aExtensions,
+  wireHeaders.agent,
+  wireHeaders.hops,
+  wireHeaders.resumeAfter,
+  wireHeaders.requestId,
+];
+/** Response headers a client of these services reads. */
+const forwardedResponseHeaders = [wireHeaders.streamStart, wireHeaders.requestId];
+
+function pick(from: Headers, names: readonly string[], into: Headers): Headers {
+  for (const name of names) {
+    const value = from.get(name);
+    if (value !== null) into.set(name, value);
+  }
+  return into;
+}
+
+async function* once<T>(value: T): AsyncIterable<T> {
+  yield value;
+}
+
+function callOptions(ctx: HandlerContext) {
+  const timeoutMs = ctx.timeoutMs();
+  return { signal: ctx.signal, timeoutMs, header: pick(ctx.requestHeader, forwardedRequestHeaders, new Headers()) };
+}
+
+/**
+ * The implementation of one service that hands every call to the bridge's
+ * upstream transport: in embedded mode the server's in-process transport (the
+ * same handlers and interceptors as its gRPC port: authentication, tenants,
+ * rate and size limits), in remote mode the upstream server over HTTP/2. So
+ * one code path serves both modes, and the console works behind either.
+ */
+function forwardingService(service: DescService, upstream: Transport): Record<string, unknown> {
+  const impl: Record<string, unknown> = {};
+  for (const method of service.methods) {
+    if (method.methodKind === "unary") {
+      const m = method as DescMethodUnary;
+      impl[method.localName] = async (req: unknown, ctx: HandlerContext) => {
+        const { signal, timeoutMs, header } = callOptions(ctx);
+        const res = await upstream.unary(m, signal, timeoutMs, header, req as never);
+        pick(res.header, forwardedResponseHeaders, ctx.responseHeader);
+        return res.message;
+      };
+    } else if (method.methodKind === "server_streaming") {
+      const m = method as DescMethodServerStreaming;
+      impl[method.localName] = async function* (req: unknown, ctx: HandlerContext) {
+        const { signal, timeoutMs, header } = callOptions(ctx);
+        const res = await upstream.stream(m, signal, timeoutMs, header, once(req as never));
+        // An in-process stream sets its headers when it produces its first message, and the response
+        // headers leave with the first message here: copy them in between.
+        let copied = false;
+        for await (const message of res.message) {
+          if (!copied) {
+            pick(res.header, forwardedResponseHeaders, ctx.responseHeader);
+            copied = true;
+          }
+          yield message;
+        }
+        if (!copied) pick(res.header, forwardedResponseHeaders, ctx.responseHeader);
+      };
+    }
+    // Parley has no client- or bidi-streaming RPCs; a method of that kind would answer Unimplemented.
+  }
+  return impl;
+}
+
+export interface ConnectRoutesOptions {
+  readonly upstream: Transport;
+  /** Largest request message accepted. */
+  readonly maxBodyBytes: number;
+}
+
+/**
+ * Serves Parley's services over Connect and gRPC-Web on the bridge's HTTP/1.1
+ * port under their standard paths (/lf.a2a.v1.A2AService/SendMessage, ...),
+ * which never collide with JSON-RPC at / and /agents/<name>/. Browsers reach
+ * them same-origin, so the console needs no CORS.
+ */
+export function createConnectRoutes(options: ConnectRoutesOptions): HttpRoute {
+  const prefixes = connectServices.map((s) => `/${s.typeName}/`);
+  const shutdown = new AbortController();
+  setMaxListeners(0, shutdown.signal);
+  const routes = (router: ConnectRouter) => {
+    for (const service of connectServices)
+      router.service(service, forwardingService(service, options.upstream) as never);
+  };
+  const handler = connectNodeAdapter({
+    routes,
+    readMaxBytes: options.maxBodyBytes,
+    shutdownSignal: shutdown.signal,
+  });
+  return {
+    matches: (pathname) => prefixes.some((p) => pathname.startsWith(p)),
+    handle: (req, res) => handler(req, res),
+    close: () => shutdown.abort(),
+  };
+}
