@@ -164,6 +164,7 @@ describe("the console in a real browser against a real Parley", () => {
       const reply = replyOf(composer);
       const text = reply.getByRole("log", { name: "reply text" });
       await expect.poll(async () => ((await text.textContent()) ?? "").length, { timeout: wait }).toBeGreaterThan(0);
+      await shot("thread-live");
       proxy.blip(600);
       await expect.poll(() => reply.getAttribute("data-link"), { timeout: wait }).toBe("reconnecting");
       await expect.poll(() => stateOf(reply), { timeout: wait }).toBe("completed");
