@@ -41,22 +41,18 @@ export function ErrorBox(props: { error: ShownError | undefined }) {
   );
 }
 
-export function Pager(props: {
-  label: string;
-  previous: boolean;
-  next: boolean;
-  onPrevious: () => void;
-  onNext: () => void;
-}) {
+/** A labelled choice of the server's hosted agents. */
+export function AgentSelect(props: { agents: readonly string[]; value: string; onChange: (agent: string) => void }) {
   return (
-    <div class="pager">
-      <button type="button" disabled={!props.previous} onClick={props.onPrevious}>
-        ← Newer
-      </button>
-      <span class="muted">{props.label}</span>
-      <button type="button" disabled={!props.next} onClick={props.onNext}>
-        Older →
-      </button>
-    </div>
+    <label>
+      Agent
+      <select value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+        {props.agents.map((a) => (
+          <option key={a} value={a}>
+            {a}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }

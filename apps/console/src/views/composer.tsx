@@ -1,9 +1,10 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useEffect, useState } from "preact/hooks";
 import type { Connection } from "../connection.js";
 import { type LiveReply, sendAndFollow } from "../follow-task.js";
 import { describeError, type ShownError } from "../logic/errors.js";
 import { cancelable } from "../logic/reply-stream.js";
-import { ErrorBox } from "./bits.js";
+import { AgentSelect, ErrorBox } from "./bits.js";
+import { useLatestRun } from "./latest-run.js";
 import { ReplyPanel } from "./reply-panel.js";
 
 /**
@@ -24,18 +25,15 @@ export function Composer(props: {
   const [live, setLive] = useState<LiveReply | undefined>();
   const [error, setError] = useState<ShownError | undefined>();
   const [sending, setSending] = useState(false);
-  const abort = useRef<AbortController | undefined>(undefined);
+  const newRun = useLatestRun();
 
   useEffect(() => {
     if (agent === "" && props.agents[0]) setAgent(props.agents[0]);
   }, [props.agents, agent]);
-  useEffect(() => () => abort.current?.abort(), []);
 
   const send = async () => {
     if (text.trim() === "" || sending) return;
-    abort.current?.abort();
-    const controller = new AbortController();
-    abort.current = controller;
+    const controller = newRun();
     setSending(true);
     setError(undefined);
     setLive(undefined);
@@ -80,16 +78,7 @@ export function Composer(props: {
         }}
       >
         <div class="row">
-          <label>
-            Agent
-            <select value={agent} onChange={(e) => setAgent(e.currentTarget.value)}>
-              {props.agents.map((a) => (
-                <option key={a} value={a}>
-                  {a}
-                </option>
-              ))}
-            </select>
-          </label>
+          <AgentSelect agents={props.agents} value={agent} onChange={setAgent} />
           {props.contextId === undefined && (
             <label class="grow">
               Context id

@@ -1,5 +1,5 @@
 import { Phase } from "@parley/proto";
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import type { Connection } from "../connection.js";
 import {
   type ConverseLog,
@@ -11,7 +11,8 @@ import {
 import { describeError, isNetworkError, type ShownError } from "../logic/errors.js";
 import { phaseLabel, speakerLabel, stopReasonLabel } from "../logic/format.js";
 import { reconnectDelayMs } from "../logic/stream-cursor.js";
-import { Badge, ErrorBox, Id, Time } from "./bits.js";
+import { AgentSelect, Badge, ErrorBox, Id, Time } from "./bits.js";
+import { useLatestRun } from "./latest-run.js";
 
 interface SessionFields {
   agent: string;
@@ -27,19 +28,11 @@ function SessionPicker(props: {
   return (
     <fieldset class="session">
       <legend>{props.legend}</legend>
-      <label>
-        Agent
-        <select
-          value={props.value.agent}
-          onChange={(e) => props.onChange({ ...props.value, agent: e.currentTarget.value })}
-        >
-          {props.agents.map((a) => (
-            <option key={a} value={a}>
-              {a}
-            </option>
-          ))}
-        </select>
-      </label>
+      <AgentSelect
+        agents={props.agents}
+        value={props.value.agent}
+        onChange={(agent) => props.onChange({ ...props.value, agent })}
+      />
       <label>
         Context id
         <input
@@ -68,14 +61,11 @@ export function SessionsView(props: { conn: Connection; agents: readonly string[
   const [log, setLog] = useState<ConverseLog | undefined>();
   const [error, setError] = useState<ShownError | undefined>();
   const [running, setRunning] = useState(false);
-  const abort = useRef<AbortController | undefined>(undefined);
-  useEffect(() => () => abort.current?.abort(), []);
+  const newRun = useLatestRun();
 
   const start = async () => {
     if (text.trim() === "" || running) return;
-    abort.current?.abort();
-    const controller = new AbortController();
-    abort.current = controller;
+    const controller = newRun();
     setRunning(true);
     setError(undefined);
     let current = emptyConverseLog;

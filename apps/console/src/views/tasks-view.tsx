@@ -4,19 +4,10 @@ import type { Connection } from "../connection.js";
 import { followTask, type LiveReply } from "../follow-task.js";
 import { describeError, type ShownError } from "../logic/errors.js";
 import { partsText, roleLabel, taskStateLabel } from "../logic/format.js";
-import {
-  currentToken,
-  firstPage,
-  hasNext,
-  hasPrevious,
-  nextPage,
-  type Pager as PagerState,
-  pageLabel,
-  previousPage,
-  withNextToken,
-} from "../logic/paging.js";
+import { currentToken, firstPage, type Pager as PagerState, withNextToken } from "../logic/paging.js";
 import { applyTask, emptyReply, replyEnded } from "../logic/reply-stream.js";
-import { ErrorBox, Id, Pager, StateBadge, Time } from "./bits.js";
+import { ErrorBox, Id, StateBadge, Time } from "./bits.js";
+import { PickList } from "./pick-list.js";
 import { ReplyPanel } from "./reply-panel.js";
 
 const states = [
@@ -106,32 +97,24 @@ export function TasksView(props: { conn: Connection; active: boolean }) {
           </div>
         </form>
         <ErrorBox error={error} />
-        <ul class="items">
-          {tasks.map((t) => (
-            <li key={t.id}>
-              <button
-                type="button"
-                class={`item ${t.id === selected ? "selected" : ""}`}
-                onClick={() => setSelected(t.id)}
-                aria-current={t.id === selected}
-              >
-                <span class="item-title">
-                  <StateBadge state={t.status?.state ?? TaskState.UNSPECIFIED} /> <Id id={t.id} />
-                </span>
-                <span class="item-meta">
-                  <Time ts={t.status?.timestamp} /> · {t.contextId}
-                </span>
-              </button>
-            </li>
-          ))}
-          {tasks.length === 0 && <li class="muted empty">no tasks</li>}
-        </ul>
-        <Pager
-          label={pageLabel(pager)}
-          previous={hasPrevious(pager)}
-          next={hasNext(pager)}
-          onPrevious={() => setPager(previousPage)}
-          onNext={() => setPager(nextPage)}
+        <PickList
+          items={tasks}
+          idOf={(t) => t.id}
+          selected={selected}
+          onSelect={setSelected}
+          title={(t) => (
+            <>
+              <StateBadge state={t.status?.state ?? TaskState.UNSPECIFIED} /> <Id id={t.id} />
+            </>
+          )}
+          meta={(t) => (
+            <>
+              <Time ts={t.status?.timestamp} /> · {t.contextId}
+            </>
+          )}
+          empty="no tasks"
+          pager={pager}
+          onPage={setPager}
         />
       </aside>
       <section class="detail-pane">

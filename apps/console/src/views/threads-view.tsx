@@ -4,20 +4,11 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Connection } from "../connection.js";
 import { describeError, type ShownError } from "../logic/errors.js";
 import { partsText, provenanceLabel, roleLabel } from "../logic/format.js";
-import {
-  currentToken,
-  firstPage,
-  hasNext,
-  hasPrevious,
-  nextPage,
-  type Pager as PagerState,
-  pageLabel,
-  previousPage,
-  withNextToken,
-} from "../logic/paging.js";
+import { currentToken, firstPage, type Pager as PagerState, withNextToken } from "../logic/paging.js";
 import { matchThreads } from "../logic/threads.js";
-import { ErrorBox, Id, Pager, Time } from "./bits.js";
+import { ErrorBox, Id, Time } from "./bits.js";
 import { Composer } from "./composer.js";
+import { PickList } from "./pick-list.js";
 
 const threadPageSize = 20;
 const historyPageSize = 50;
@@ -95,32 +86,20 @@ export function ThreadsView(props: { conn: Connection; agents: readonly string[]
           </button>
         </div>
         <ErrorBox error={error} />
-        <ul class="items">
-          {shown.map((t) => (
-            <li key={t.contextId}>
-              <button
-                type="button"
-                class={`item ${t.contextId === selected ? "selected" : ""}`}
-                onClick={() => setSelected(t.contextId)}
-                aria-current={t.contextId === selected}
-              >
-                <span class="item-title" title={t.contextId}>
-                  {t.contextId}
-                </span>
-                <span class="item-meta">
-                  <Time ts={t.updateTime} /> · {String(t.messageCount)} msgs
-                </span>
-              </button>
-            </li>
-          ))}
-          {shown.length === 0 && <li class="muted empty">{query ? "no thread on this page matches" : "no threads"}</li>}
-        </ul>
-        <Pager
-          label={pageLabel(pager)}
-          previous={hasPrevious(pager)}
-          next={hasNext(pager)}
-          onPrevious={() => setPager(previousPage)}
-          onNext={() => setPager(nextPage)}
+        <PickList
+          items={shown}
+          idOf={(t) => t.contextId}
+          selected={selected}
+          onSelect={setSelected}
+          title={(t) => t.contextId}
+          meta={(t) => (
+            <>
+              <Time ts={t.updateTime} /> · {String(t.messageCount)} msgs
+            </>
+          )}
+          empty={query ? "no thread on this page matches" : "no threads"}
+          pager={pager}
+          onPage={setPager}
         />
       </aside>
       <section class="detail-pane">
