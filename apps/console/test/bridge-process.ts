@@ -36,7 +36,7 @@ export async function startBridge(config: object, env: Record<string, string> = 
     printed += b.toString();
   });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the bridge did not start within 20 s:\n${printed}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`the bridge did not start within 60 s:\n${printed}`)), 60_000);
     const check = () => {
       const match = /console\s+(http:\/\/\S+\/)console\//.exec(printed);
       if (match) {
