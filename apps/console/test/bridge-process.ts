@@ -25,7 +25,7 @@ export async function startBridge(config: object, env: Record<string, string> = 
   writeFileSync(configFile, JSON.stringify(config));
   const child: ChildProcess = spawn(
     process.execPath,
-    [bridgeMain, "--port", "0", "--data-dir", join(dir, "data"), "--log-level", "warn"],
+    [bridgeMain, "--port", "0", "--grpc-port", "0", "--data-dir", join(dir, "data"), "--log-level", "warn"],
     { env: { ...process.env, PORT: "0", PARLEY_CONFIG: configFile, ...env }, stdio: ["ignore", "pipe", "pipe"] },
   );
   let printed = "";
