@@ -203,6 +203,25 @@ describe("metrics, request logs and browsers on the server port", () => {
     // Nothing of the refused call was stored.
     expect(await server.parley.store.getThread({ tenant: openModeTenant, contextId: "browser-ctx-3" })).toBeUndefined();
   });
+
+  it("lets a page served by the server itself call it back: its Origin is the server's own, not on any list", async () => {
+    const ownOrigin = new URL(server.baseUrl).origin;
+    const response = await fetch(`${server.baseUrl}/lf.a2a.v1.A2AService/SendMessage`, {
+      method: "POST",
+      headers: { origin: ownOrigin, "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify(sendRequestJson("browser-ctx-4", "from the same origin")),
+    });
+    expect(response.status).toBe(200);
+    // Another port on the same host is another origin, and stays refused.
+    const otherPort = new URL(server.baseUrl);
+    otherPort.port = String(Number(otherPort.port) + 1);
+    const refused = await fetch(`${server.baseUrl}/lf.a2a.v1.A2AService/SendMessage`, {
+      method: "POST",
+      headers: { origin: otherPort.origin, "content-type": "application/json", "a2a-version": "1.0" },
+      body: JSON.stringify(sendRequestJson("browser-ctx-5", "from next door")),
+    });
+    expect(refused.status).toBe(403);
+  });
 });
 
 function sendRequestJson(contextId: string, text: string) {

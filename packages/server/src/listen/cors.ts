@@ -4,7 +4,7 @@ import { headers as wireHeaders } from "@parley/proto";
 
 /** What the CORS check did with a request. */
 export type CorsVerdict =
-  /** Not a cross-origin request (no Origin header), or one from an allowed origin: go on. */
+  /** Not a cross-origin request (no Origin header, or the server's own origin), or one from an allowed origin: go on. */
   | "pass"
   /** A preflight from an allowed origin, answered here. */
   | "answered"
@@ -38,6 +38,21 @@ const parleyResponseHeaders = [wireHeaders.requestId, wireHeaders.streamStart];
 export interface Cors {
   readonly origins: ReadonlySet<string>;
   check(req: { readonly method?: string; readonly headers: IncomingHttpHeaders }, res: MinimalResponse): CorsVerdict;
+}
+
+/**
+ * A page served by this very host (the bridge's console) calling it back: browsers send Origin on
+ * same-origin POSTs too, and that is not a cross-origin request. The Host (or HTTP/2 :authority) the
+ * browser addressed must equal the Origin's host; a page elsewhere cannot make a browser send both.
+ */
+function isSameOrigin(origin: string, headers: IncomingHttpHeaders): boolean {
+  const host = headers.host ?? headers[":authority"];
+  if (typeof host !== "string" || host === "") return false;
+  try {
+    return new URL(origin).host === host.toLowerCase();
+  } catch {
+    return false;
+  }
 }
 
 /** Checks an origin entry: scheme://host[:port], nothing after it ("*" is not accepted: name the origins). */
@@ -75,7 +90,7 @@ export function createCors(origins: readonly string[]): Cors {
     origins: allowed,
     check(req, res) {
       const origin = req.headers.origin;
-      if (origin === undefined) return "pass";
+      if (origin === undefined || isSameOrigin(origin, req.headers)) return "pass";
       const preflight = req.method === "OPTIONS" && req.headers["access-control-request-method"] !== undefined;
       if (!allowed.has(origin)) {
         const text = `origin ${origin} is not allowed to call this server (allowed: ${allowed.size === 0 ? "none" : [...allowed].join(", ")}); add it to the CORS origins`;
