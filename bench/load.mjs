@@ -136,7 +136,8 @@ async function drive(caller, spec, durationMs, maxRequests, record) {
       const ownContext = `bench-${runTag}-${w}`;
       while (issued < maxRequests && performance.now() < deadline) {
         issued++;
-        const contextId = spec.contexts === "reused" ? ownContext : `fresh-${randomUUID()}`;
+        // A bare UUID: the SDK's PostgreSQL schema keeps context ids in varchar(36).
+        const contextId = spec.contexts === "reused" ? ownContext : randomUUID();
         try {
           record(await caller.call(w, contextId));
         } catch (error) {

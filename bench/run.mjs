@@ -5,6 +5,7 @@
 import { readFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
+import { ensureAnchorDeps } from "./anchors/install.mjs";
 import { startChild } from "./lib/children.mjs";
 import { printReport } from "./lib/report.mjs";
 
@@ -15,6 +16,8 @@ const scalingOnly = args.has("--scaling");
 const withScaling = !args.has("--no-scaling");
 const quick = args.has("--quick");
 const profile = args.has("--profile");
+// The durable anchors need better-sqlite3, which is compiled on first use (anchors/install.mjs).
+const durableAnchors = !args.has("--no-durable-anchors") && (await ensureAnchorDeps());
 
 const WARMUP_MS = quick ? 500 : 1_000;
 // Every row is measured in each round, each time on a freshly started server, and the
@@ -26,6 +29,8 @@ const MAX_REQUESTS = 200_000;
 const CONCURRENCY = 64;
 const HELD_STREAMS = 1_000;
 const STREAM_DELAY_MS = 700;
+const GROWTH_BLOCKS = quick ? 3 : 6;
+const GROWTH_BLOCK = quick ? 2_000 : 10_000;
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
@@ -38,15 +43,23 @@ async function measure(server, row) {
     durationMs: MEASURE_MS,
     maxRequests: MAX_REQUESTS,
     concurrency: CONCURRENCY,
+    ...row.overrides,
   };
   let before;
-  const result = await load.request("run", { spec }, { phase: async () => (before = await server.request("cpu")) });
+  const afterWarmup = async () => {
+    if (server.info.afterWarmup) await server.request("afterWarmup");
+    if (server.info.dbCpu) await server.request("dbCpuMark");
+    before = await server.request("cpu");
+  };
+  const result = await load.request("run", { spec }, { phase: afterWarmup });
   const after = await server.request("cpu");
+  const dbCpuMs = server.info.dbCpu ? await server.request("dbCpuRead") : undefined;
   const cpuMs = (after.usage.user + after.usage.system - before.usage.user - before.usage.system) / 1000;
   return {
     ...row,
     ...result,
     cpuMsPerRequest: result.requests ? cpuMs / result.requests : Number.NaN,
+    dbCpuMsPerRequest: dbCpuMs !== undefined && result.requests ? dbCpuMs / result.requests : undefined,
     serverCpuShare: cpuMs / result.elapsedMs,
   };
 }
@@ -101,6 +114,39 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
     sc("anchor-jsonrpc-stream", "anchor JSON-RPC", "jsonrpc", "stream", "fresh"),
     sc("anchor-grpc-stream", "anchor gRPC", "grpc", "stream", "fresh"),
   ]);
+  if (durableAnchors) {
+    await group("anchor-sqlite", "anchors/anchor-db.mjs", { env: { ANCHOR_DB: "sqlite" } }, [
+      sc("anchor-sqlite-send", "anchor DatabaseTaskStore, SQLite", "jsonrpc", "send", "fresh"),
+    ]);
+    await group("anchor-pg", "anchors/anchor-db.mjs", { env: { ANCHOR_DB: "postgres" } }, [
+      sc("anchor-pg-send", "anchor DatabaseTaskStore, PostgreSQL", "jsonrpc", "send", "fresh"),
+    ]);
+  }
+  await group("parley-task", "servers/parley.mjs", { env: { PARLEY_ECHO_REPLY: "task" }, execArgv: parleyExecArgv }, [
+    sc(
+      "bridge-send-task",
+      "Parley bridge, task replies",
+      "jsonrpc",
+      "send",
+      "fresh",
+      durableAnchors ? "anchor-sqlite-send" : undefined,
+    ),
+  ]);
+  await group(
+    "parley-pg",
+    "servers/parley.mjs",
+    { env: { PARLEY_ECHO_REPLY: "task", BENCH_PARLEY_STORE: "postgres" }, execArgv: parleyExecArgv },
+    [
+      sc(
+        "bridge-send-pg",
+        "Parley bridge on PostgreSQL, task replies",
+        "jsonrpc",
+        "send",
+        "fresh",
+        durableAnchors ? "anchor-pg-send" : undefined,
+      ),
+    ],
+  );
   await group("parley", "servers/parley.mjs", { execArgv: parleyExecArgv }, [
     sc("bridge-send", "Parley bridge (embedded)", "jsonrpc", "send", "fresh", "anchor-jsonrpc-send"),
     sc("bridge-send-reused", "Parley bridge (embedded)", "jsonrpc", "send", "reused", "anchor-jsonrpc-send-reused"),
@@ -155,6 +201,39 @@ if (withScaling && !only) {
   } finally {
     await parley.stop();
   }
+
+  // CPU per send over successive blocks of fresh-context sends on one server, while its store fills.
+  async function growth(label, script, env) {
+    if (only && !only.has("growth")) return;
+    process.stderr.write(`  growth: ${label} ... [${elapsed()}]\n`);
+    const server = await startChild(script, { env });
+    const blocks = [];
+    try {
+      for (let b = 0; b < GROWTH_BLOCKS; b++) {
+        const r = await measure(server, {
+          id: `growth-${b}`,
+          spec: { protocol: "jsonrpc", op: "send", contexts: "fresh", url: server.info.jsonRpcUrl },
+          overrides: { warmupMs: 0, durationMs: 120_000, maxRequests: GROWTH_BLOCK },
+        });
+        blocks.push({ requests: r.requests, rps: r.rps, cpuMsPerRequest: r.cpuMsPerRequest });
+      }
+    } finally {
+      await server.stop();
+    }
+    return blocks;
+  }
+  scaling.growth = {
+    "Parley bridge, task replies": await growth("Parley bridge, task replies", "servers/parley.mjs", {
+      PARLEY_ECHO_REPLY: "task",
+    }),
+    ...(durableAnchors
+      ? {
+          "SDK DatabaseTaskStore on SQLite": await growth("SDK on SQLite", "anchors/anchor-db.mjs", {
+            ANCHOR_DB: "sqlite",
+          }),
+        }
+      : {}),
+  };
 
   async function heldStreams(label, script, env) {
     process.stderr.write(`  ${HELD_STREAMS} open streams: ${label} ... [${elapsed()}]\n`);

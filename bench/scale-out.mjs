@@ -15,6 +15,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { startChild } from "./lib/children.mjs";
+import { cpuMsOf, pgPids as pgPidsOf } from "./lib/pg-cpu.mjs";
 
 const quick = process.argv.includes("--quick");
 const WARMUP_MS = quick ? 500 : 1_000;
@@ -24,22 +25,10 @@ const CONCURRENCY = 48;
 const CONNECTIONS_PER_REPLICA = 4;
 const adminUrl = process.env.PARLEY_TEST_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
 const serverBinary = fileURLToPath(new URL("../packages/server/dist/main.js", import.meta.url));
-const clockTick = 100; // USER_HZ on Linux: /proc/<pid>/stat counts CPU in 1/100 s.
 
 const started = performance.now();
 const startLoad = loadavg()[0].toFixed(1);
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
-
-/** utime + stime of a process in ms; 0 once it is gone, so a backend that exits mid-run only undercounts. */
-function cpuMsOf(pid) {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / clockTick;
-  } catch {
-    return 0;
-  }
-}
 
 async function startServer(storeUrl) {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-scale-"));
@@ -85,14 +74,7 @@ async function admin(sql, params) {
   }
 }
 
-/** The PostgreSQL processes that work for this run: our database's backends plus the WAL writer and friends. */
-async function pgPids(dbName) {
-  const { rows } = await admin(
-    "SELECT pid FROM pg_stat_activity WHERE datname = $1 OR backend_type IN ('walwriter', 'checkpointer', 'background writer')",
-    [dbName],
-  );
-  return rows.map((r) => r.pid);
-}
+const pgPids = (dbName) => pgPidsOf(admin, dbName);
 
 /** One configuration: its servers, a load process per server, CPU summed over every process named. */
 async function measure(servers, op, dbName) {

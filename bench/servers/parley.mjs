@@ -10,15 +10,28 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { MessageSchema, Role } from "@parley/proto";
 import { createParley, loadConfig, openModeTenant } from "@parley/server";
 import { serveControl } from "../lib/child-ipc.mjs";
+import { createBenchDatabase } from "../lib/pg-database.mjs";
 
 const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
+// BENCH_PARLEY_STORE=postgres: a replica on a fresh PostgreSQL database, whose CPU is metered too
+// (synchronous_commit=off, as for the SDK anchor on PostgreSQL, so both pay for the same durability).
+const database =
+  process.env.BENCH_PARLEY_STORE === "postgres"
+    ? await createBenchDatabase("parley_bench", { synchronousCommit: "off" })
+    : undefined;
 // The per-tenant rate limit (on by default with API keys) would cap every row at its rate: the benchmark measures the
 // server, so it is off here unless the caller sets PARLEY_RATE_LIMIT itself. The echo agent gives the
 // anchor's replies: one Message for a send, a task with 8 artifact chunks for a stream, each repeating
 // the new message's text. The history is still read back and framed on every turn.
 const config = loadConfig({
   argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
-  env: { PARLEY_RATE_LIMIT: "0", PARLEY_ECHO_REPLY: "auto", PARLEY_ECHO_INPUT: "text", ...process.env },
+  env: {
+    PARLEY_RATE_LIMIT: "0",
+    PARLEY_ECHO_REPLY: "auto",
+    PARLEY_ECHO_INPUT: "text",
+    ...process.env,
+    ...(database ? { PARLEY_STORE_URL: database.url } : {}),
+  },
 });
 const parley = await createParley(config);
 const { address } = await parley.listen();
@@ -127,9 +140,12 @@ serveControl({
     const ms = performance.now() - started;
     return { perSecond: (count / ms) * 1000 };
   },
+  dbCpuMark: () => database?.meter.mark(),
+  dbCpuRead: () => database?.meter.read() ?? 0,
   async stop() {
     await bridge?.close();
     await parley.close();
+    await database?.drop();
     rmSync(dataDir, { recursive: true, force: true });
     setImmediate(() => process.exit(0));
   },
@@ -140,4 +156,5 @@ process.send({
   grpcUrl: `http://${address}`,
   jsonRpcUrl: bridge?.url,
   bridgeError,
+  dbCpu: Boolean(database),
 });
