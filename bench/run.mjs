@@ -31,6 +31,11 @@ const HELD_STREAMS = 1_000;
 const STREAM_DELAY_MS = 700;
 const GROWTH_BLOCKS = quick ? 3 : 6;
 const GROWTH_BLOCK = quick ? 2_000 : 10_000;
+// Flat cost: CPU per send on an empty store, then after this many stored threads (--flat-threads=N;
+// issue 16's target names 1 000 000, which takes minutes to fill here, so the default run fills fewer).
+const flatArg = [...args].find((a) => a.startsWith("--flat-threads="));
+const FLAT_THREADS = flatArg ? Number(flatArg.slice("--flat-threads=".length)) : quick ? 20_000 : 100_000;
+const FLAT_BLOCK = quick ? 1_000 : 4_000;
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
@@ -159,52 +164,69 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
 }
 
 const scaling = {};
-if (withScaling && !only) {
+// --only=history,growth,flat,streams picks scaling parts too (each part's name).
+const part = (name) => !only || only.has(name);
+if (withScaling && (part("history") || part("growth") || part("flat") || part("streams"))) {
   process.stderr.write("scaling:\n");
   const gcArgv = ["--expose-gc"];
-  const parley = await startChild("servers/parley.mjs", { execArgv: gcArgv });
-  try {
-    const url = parley.info.grpcUrl;
-    process.stderr.write(`  history build (10 vs 100 000 messages) ... [${elapsed()}]\n`);
-    await parley.request("fill", { contextId: "thread-10", count: 10 });
-    const fill = await parley.request("fill", { contextId: "thread-100k", count: 100_000 });
-    const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 500 });
-    const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 500 });
-    // Alternating the two keeps drift (GC, compaction) from landing on one side only.
-    const sendTimes = { small: [], big: [] };
-    for (let i = 0; i < 3; i++) {
-      sendTimes.small.push(
-        (await load.request("sequentialSends", { spec: { url, contextId: "thread-10", reps: 40 } })).medianMs,
-      );
-      sendTimes.big.push(
-        (await load.request("sequentialSends", { spec: { url, contextId: "thread-100k", reps: 40 } })).medianMs,
-      );
+  const parley = part("history") ? await startChild("servers/parley.mjs", { execArgv: gcArgv }) : undefined;
+  if (parley) {
+    try {
+      const url = parley.info.grpcUrl;
+      process.stderr.write(`  history build (10 vs 100 000 messages) ... [${elapsed()}]\n`);
+      await parley.request("fill", { contextId: "thread-10", count: 10 });
+      const fill = await parley.request("fill", { contextId: "thread-100k", count: 100_000 });
+      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 500 });
+      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 500 });
+      // Alternating the two keeps drift (GC, compaction) from landing on one side only.
+      const sendTimes = { small: [], big: [] };
+      const sendCpu = { small: 0, big: 0 };
+      const SEQUENTIAL_REPS = 40;
+      // Sequential sends on one context; the server's CPU for them, per send (load's 10 warm-up sends included).
+      const sequential = async (contextId, side) => {
+        const before = await parley.request("cpu");
+        const r = await load.request("sequentialSends", { spec: { url, contextId, reps: SEQUENTIAL_REPS } });
+        const after = await parley.request("cpu");
+        sendCpu[side] += (after.usage.user + after.usage.system - before.usage.user - before.usage.system) / 1000;
+        sendTimes[side].push(r.medianMs);
+      };
+      for (let i = 0; i < 3; i++) {
+        await sequential("thread-10", "small");
+        await sequential("thread-100k", "big");
+      }
+      const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      scaling.history = {
+        fill100kMs: fill.ms,
+        read10Ms: read10.medianMs,
+        read100kMs: read100k.medianMs,
+        send10Ms: med(sendTimes.small),
+        send100kMs: med(sendTimes.big),
+        // 3 rounds of SEQUENTIAL_REPS measured sends plus the load generator's 10 warm-up sends each.
+        sendCpu10Ms: sendCpu.small / (3 * (SEQUENTIAL_REPS + 10)),
+        sendCpu100kMs: sendCpu.big / (3 * (SEQUENTIAL_REPS + 10)),
+      };
+      process.stderr.write(`  10 000 idle conversations ... [${elapsed()}]\n`);
+      const base = await parley.request("gc");
+      const made = await parley.request("conversations", { count: 10_000, concurrency: 64 });
+      const idle = await parley.request("gc");
+      scaling.idle = {
+        created: made.created,
+        rssGrowth: idle.rss - base.rss,
+        heapGrowth: idle.heapUsed - base.heapUsed,
+      };
+      process.stderr.write(`  store appends ... [${elapsed()}]\n`);
+      scaling.appends = {
+        concurrent: (await parley.request("storeAppends", { count: 4_000, concurrency: 64 })).perSecond,
+        sequential: (await parley.request("storeAppends", { count: 1_000, concurrency: 1 })).perSecond,
+      };
+    } finally {
+      await parley.stop();
     }
-    const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    scaling.history = {
-      fill100kMs: fill.ms,
-      read10Ms: read10.medianMs,
-      read100kMs: read100k.medianMs,
-      send10Ms: med(sendTimes.small),
-      send100kMs: med(sendTimes.big),
-    };
-    process.stderr.write(`  10 000 idle conversations ... [${elapsed()}]\n`);
-    const base = await parley.request("gc");
-    const made = await parley.request("conversations", { count: 10_000, concurrency: 64 });
-    const idle = await parley.request("gc");
-    scaling.idle = { created: made.created, rssGrowth: idle.rss - base.rss, heapGrowth: idle.heapUsed - base.heapUsed };
-    process.stderr.write(`  store appends ... [${elapsed()}]\n`);
-    scaling.appends = {
-      concurrent: (await parley.request("storeAppends", { count: 4_000, concurrency: 64 })).perSecond,
-      sequential: (await parley.request("storeAppends", { count: 1_000, concurrency: 1 })).perSecond,
-    };
-  } finally {
-    await parley.stop();
   }
 
   // CPU per send over successive blocks of fresh-context sends on one server, while its store fills.
   async function growth(label, script, env) {
-    if (only && !only.has("growth")) return;
+    if (!part("growth")) return;
     process.stderr.write(`  growth: ${label} ... [${elapsed()}]\n`);
     const server = await startChild(script, { env });
     const blocks = [];
@@ -222,18 +244,44 @@ if (withScaling && !only) {
     }
     return blocks;
   }
-  scaling.growth = {
-    "Parley bridge, task replies": await growth("Parley bridge, task replies", "servers/parley.mjs", {
-      PARLEY_ECHO_REPLY: "task",
-    }),
-    ...(durableAnchors
-      ? {
-          "SDK DatabaseTaskStore on SQLite": await growth("SDK on SQLite", "anchors/anchor-db.mjs", {
-            ANCHOR_DB: "sqlite",
-          }),
-        }
-      : {}),
-  };
+  if (part("growth"))
+    scaling.growth = {
+      "Parley bridge, task replies": await growth("Parley bridge, task replies", "servers/parley.mjs", {
+        PARLEY_ECHO_REPLY: "task",
+      }),
+      ...(durableAnchors
+        ? {
+            "SDK DatabaseTaskStore on SQLite": await growth("SDK on SQLite", "anchors/anchor-db.mjs", {
+              ANCHOR_DB: "sqlite",
+            }),
+          }
+        : {}),
+    };
+
+  // Flat cost: CPU per fresh-context send on an empty store, then after FLAT_THREADS stored threads.
+  if (part("flat")) {
+    process.stderr.write(`  flat cost: empty vs ${FLAT_THREADS} stored threads ... [${elapsed()}]\n`);
+    const server = await startChild("servers/parley.mjs", { env: { PARLEY_ECHO_REPLY: "task" } });
+    const block = async (id) => {
+      const spec = { protocol: "jsonrpc", op: "send", contexts: "fresh", url: server.info.jsonRpcUrl };
+      // A short warm-up block first (JIT, pools; after the fill, the first compactions), not counted.
+      await measure(server, { id, spec, overrides: { warmupMs: 0, durationMs: 60_000, maxRequests: FLAT_BLOCK / 4 } });
+      const r = await measure(server, {
+        id,
+        spec,
+        overrides: { warmupMs: 0, durationMs: 120_000, maxRequests: FLAT_BLOCK },
+      });
+      return { requests: r.requests, rps: r.rps, cpuMsPerRequest: r.cpuMsPerRequest };
+    };
+    try {
+      const empty = await block("flat-empty");
+      const fill = await server.request("fillThreads", { count: FLAT_THREADS, concurrency: 64 });
+      const full = await block("flat-full");
+      scaling.flat = { threads: FLAT_THREADS, fillMs: fill.ms, storeBytes: fill.storeBytes, empty, full };
+    } finally {
+      await server.stop();
+    }
+  }
 
   async function heldStreams(label, script, env) {
     process.stderr.write(`  ${HELD_STREAMS} open streams: ${label} ... [${elapsed()}]\n`);
@@ -263,13 +311,16 @@ if (withScaling && !only) {
       await server.stop();
     }
   }
-  scaling.streams = {
-    parley: await heldStreams("Parley bridge", "servers/parley.mjs", { PARLEY_ECHO_DELAY_MS: String(STREAM_DELAY_MS) }),
-    anchor: await heldStreams("anchor", "servers/anchor.mjs", {
-      ANCHOR_REPLY: "stream",
-      ANCHOR_DELAY_MS: String(STREAM_DELAY_MS),
-    }),
-  };
+  if (part("streams"))
+    scaling.streams = {
+      parley: await heldStreams("Parley bridge", "servers/parley.mjs", {
+        PARLEY_ECHO_DELAY_MS: String(STREAM_DELAY_MS),
+      }),
+      anchor: await heldStreams("anchor", "servers/anchor.mjs", {
+        ANCHOR_REPLY: "stream",
+        ANCHOR_DELAY_MS: String(STREAM_DELAY_MS),
+      }),
+    };
 }
 
 await load.stop();

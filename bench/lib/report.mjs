@@ -2,6 +2,7 @@ const num = (x, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : "-");
 const ms = (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x.toFixed(1)) : "-");
 const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const totalCpu = (r) => r.cpuMsPerRequest + (r.dbCpuMsPerRequest ?? 0);
+const us = (msValue) => (Number.isFinite(msValue) ? `${(msValue * 1000).toFixed(0)} us` : "-");
 const ratio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "-");
 
 function table(header, lines) {
@@ -117,8 +118,15 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     out.push(
       `- History build, thread of 100 000 vs 10 messages: store read of the turn's history ${ms(h.read100kMs)} vs ${ms(h.read10Ms)} ms ` +
         `(ratio ${ratio(h.read100kMs / h.read10Ms)}); whole gRPC SendMessage on that context ${ms(h.send100kMs)} vs ${ms(h.send10Ms)} ms ` +
-        `(ratio ${ratio(h.send100kMs / h.send10Ms)}); filling 100 000 messages through @parley/store took ${num(h.fill100kMs)} ms.`,
+        `(ratio ${ratio(h.send100kMs / h.send10Ms)}); server CPU per sequential send ${us(h.sendCpu100kMs)} vs ${us(h.sendCpu10Ms)} ` +
+        `(ratio ${ratio(h.sendCpu100kMs / h.sendCpu10Ms)}); filling 100 000 messages through @parley/store took ${num(h.fill100kMs)} ms.`,
     );
+    if (Number.isFinite(h.sendCpu100kMs))
+      targets.push([
+        "Flat cost: CPU per send on a 100 000-message thread within 1.2x of a 10-message one",
+        `${us(h.sendCpu100kMs)} vs ${us(h.sendCpu10Ms)} (${ratio(h.sendCpu100kMs / h.sendCpu10Ms)})`,
+        verdict(h.sendCpu100kMs / h.sendCpu10Ms <= 1.2),
+      ]);
     targets.push([
       "History build time 100 000 vs 10 messages: <= 1.5",
       `read ${ratio(h.read100kMs / h.read10Ms)}, send ${ratio(h.send100kMs / h.send10Ms)}`,
@@ -141,6 +149,21 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
         ratio(parleyBlocks.at(-1).cpuMsPerRequest / parleyBlocks[0].cpuMsPerRequest),
         verdict(parleyBlocks.at(-1).cpuMsPerRequest / parleyBlocks[0].cpuMsPerRequest <= 1.2),
       ]);
+  }
+  if (scaling.flat) {
+    const f = scaling.flat;
+    out.push(
+      `- Flat cost, Parley bridge with task replies, ${f.full.requests} fresh-context sends on an empty store vs after ` +
+        `${num(f.threads)} stored threads (filled through @parley/store in ${num(f.fillMs / 1000)} s, ${mb(f.storeBytes)} on disk): ` +
+        `${us(f.empty.cpuMsPerRequest)} vs ${us(f.full.cpuMsPerRequest)} of server CPU per send ` +
+        `(ratio ${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)}), ${num(f.empty.rps)} vs ${num(f.full.rps)} req/s.`,
+    );
+    targets.push([
+      `Flat cost: CPU per send after ${num(f.threads)} stored threads within 1.2x of an empty store's` +
+        (f.threads < 1_000_000 ? " (the target names 1 000 000: --flat-threads=1000000)" : ""),
+      `${us(f.full.cpuMsPerRequest)} vs ${us(f.empty.cpuMsPerRequest)} (${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)})`,
+      verdict(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest <= 1.2),
+    ]);
   }
   if (scaling.idle) {
     const i = scaling.idle;

@@ -2,12 +2,12 @@
 // h2c listener for gRPC and Connect, and, when the bridge package is built,
 // the JSON-RPC bridge in embedded mode on top of the in-process transport.
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { MessageSchema, Role } from "@parley/proto";
+import { MessageSchema, Role, TaskSchema, TaskState } from "@parley/proto";
 import { createParley, loadConfig, openModeTenant } from "@parley/server";
 import { serveControl } from "../lib/child-ipc.mjs";
 import { createBenchDatabase } from "../lib/pg-database.mjs";
@@ -83,6 +83,47 @@ serveControl({
       done += n;
     }
     return { ms: performance.now() - started };
+  },
+  // Many finished conversations straight through the store, each as a turn leaves it: a user and an
+  // agent message and a COMPLETED task (so every table and index a turn writes grows). Much faster
+  // than sends through the network, which would time the load generator, not the store being filled.
+  async fillThreads({ count, concurrency }) {
+    const messages = [payloadOf("u".repeat(100), Role.USER), payloadOf("a".repeat(100), Role.AGENT)];
+    let next = 0;
+    const started = performance.now();
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (next < count) {
+          next++;
+          const contextId = randomUUID();
+          const taskId = randomUUID();
+          const key = { tenant: openModeTenant, contextId };
+          await store.importMessages(key, [
+            { messageId: randomUUID(), provenance: "user", taskId, payload: messages[0] },
+            { messageId: randomUUID(), provenance: "agent", taskId, payload: messages[1] },
+          ]);
+          const payload = toBinary(
+            TaskSchema,
+            create(TaskSchema, { id: taskId, contextId, status: { state: TaskState.COMPLETED } }),
+          );
+          await store.putTask({
+            tenant: openModeTenant,
+            taskId,
+            contextId,
+            state: TaskState.COMPLETED,
+            updatedAt: Date.now(),
+            payload,
+            created: true,
+          });
+        }
+      }),
+    );
+    const ms = performance.now() - started;
+    const storeBytes = readdirSync(dataDir, { recursive: true })
+      .map((name) => statSync(join(dataDir, String(name))))
+      .filter((st) => st.isFile())
+      .reduce((sum, st) => sum + st.size, 0);
+    return { ms, storeBytes };
   },
   // The engine's history read for one turn: the newest maxMessages+1 records of the thread.
   async historyRead({ contextId, reps }) {
