@@ -16,6 +16,10 @@ const scalingOnly = args.has("--scaling");
 const withScaling = !args.has("--no-scaling");
 const quick = args.has("--quick");
 const profile = args.has("--profile");
+// --base=DIR: every Parley row also runs on the servers of another checkout (built, with node_modules),
+// in the same rounds, so a change is measured against what it replaces under the same load.
+const baseArg = [...args].find((a) => a.startsWith("--base="));
+const baseDir = baseArg?.slice("--base=".length).replace(/\/$/, "");
 // The durable anchors need better-sqlite3, which is compiled on first use (anchors/install.mjs).
 const durableAnchors = !args.has("--no-durable-anchors") && (await ensureAnchorDeps());
 
@@ -76,7 +80,7 @@ function keep(row) {
   if (!earlier || earlier.skipped || (!row.skipped && row.rps > earlier.rps)) best.set(row.id, row);
 }
 async function group(name, script, options, scenarios) {
-  const wanted = scenarios.filter((s) => !only || only.has(s.id) || only.has(name));
+  const wanted = scenarios.filter((s) => !only || only.has(s.baseOf ?? s.id) || only.has(name));
   if (wanted.length === 0) return;
   const server = await startChild(script, options);
   try {
@@ -97,6 +101,25 @@ async function group(name, script, options, scenarios) {
 }
 
 const sc = (id, target, protocol, op, contexts, anchor) => ({ id, target, anchor, spec: { protocol, op, contexts } });
+/** A Parley group, and with --base the same group on the base checkout's server (order alternating by round). */
+async function parleyGroup(round, name, options, scenarios) {
+  const own = () => group(name, "servers/parley.mjs", options, scenarios);
+  if (!baseDir) return own();
+  const base = () =>
+    group(
+      name,
+      `${baseDir}/bench/servers/parley.mjs`,
+      { ...options, execArgv: [] },
+      scenarios.map((s) => ({ ...s, id: `${s.id}@base`, target: `${s.target} [base]`, baseOf: s.id })),
+    );
+  if (round % 2 === 1) {
+    await base();
+    await own();
+  } else {
+    await own();
+    await base();
+  }
+}
 const parleyExecArgv = profile ? ["--cpu-prof", "--cpu-prof-dir=bench/profiles"] : [];
 
 for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
@@ -127,7 +150,7 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
       sc("anchor-pg-send", "anchor DatabaseTaskStore, PostgreSQL", "jsonrpc", "send", "fresh"),
     ]);
   }
-  await group("parley-task", "servers/parley.mjs", { env: { PARLEY_ECHO_REPLY: "task" }, execArgv: parleyExecArgv }, [
+  await parleyGroup(round, "parley-task", { env: { PARLEY_ECHO_REPLY: "task" }, execArgv: parleyExecArgv }, [
     sc(
       "bridge-send-task",
       "Parley bridge, task replies",
@@ -137,9 +160,9 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
       durableAnchors ? "anchor-sqlite-send" : undefined,
     ),
   ]);
-  await group(
+  await parleyGroup(
+    round,
     "parley-pg",
-    "servers/parley.mjs",
     { env: { PARLEY_ECHO_REPLY: "task", BENCH_PARLEY_STORE: "postgres" }, execArgv: parleyExecArgv },
     [
       sc(
@@ -152,7 +175,7 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
       ),
     ],
   );
-  await group("parley", "servers/parley.mjs", { execArgv: parleyExecArgv }, [
+  await parleyGroup(round, "parley", { execArgv: parleyExecArgv }, [
     sc("bridge-send", "Parley bridge (embedded)", "jsonrpc", "send", "fresh", "anchor-jsonrpc-send"),
     sc("bridge-send-reused", "Parley bridge (embedded)", "jsonrpc", "send", "reused", "anchor-jsonrpc-send-reused"),
     sc("bridge-stream", "Parley bridge (embedded)", "jsonrpc", "stream", "fresh", "anchor-jsonrpc-stream"),

@@ -5,7 +5,8 @@ const here = fileURLToPath(new URL("..", import.meta.url));
 
 /** Forks a bench script and gives it a request/response channel over IPC. */
 export async function startChild(script, { env = {}, execArgv = [] } = {}) {
-  const proc = fork(`${here}${script}`, [], {
+  // An absolute path runs another checkout's script (--base): its own node_modules and builds.
+  const proc = fork(script.startsWith("/") ? script : `${here}${script}`, [], {
     env: { ...process.env, ...env },
     execArgv,
     stdio: ["ignore", "inherit", "inherit", "ipc"],

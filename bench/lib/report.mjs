@@ -73,6 +73,29 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     "Ratios compare each Parley row with its anchor row in this run: the same protocol and operation (Connect rows with the anchor's gRPC; task-reply rows with the SDK's DatabaseTaskStore on SQLite, PostgreSQL rows with it on PostgreSQL). CPU is the server process's; DB CPU is its PostgreSQL processes' (backends, WAL writer, checkpointer, background writer), and the CPU ratio compares the sums.",
   );
 
+  const twins = rows.filter((r) => r.baseOf && !r.skipped && byId.get(r.baseOf)?.rps);
+  if (twins.length) {
+    out.push("");
+    out.push("This checkout against the base checkout (--base), same rounds:");
+    out.push(
+      table(
+        ["row", "req/s", "req/s base", "req/s ratio", "CPU ms/req", "CPU base", "CPU ratio"],
+        twins.map((b) => {
+          const r = byId.get(b.baseOf);
+          return [
+            r.id,
+            num(r.rps),
+            num(b.rps),
+            ratio(r.rps / b.rps),
+            ms(totalCpu(r)),
+            ms(totalCpu(b)),
+            ratio(totalCpu(r) / totalCpu(b)),
+          ];
+        }),
+      ),
+    );
+  }
+
   const targets = [];
   const pr = (id, anchorId) => [byId.get(id), byId.get(anchorId)];
   const [bt, sq] = pr("bridge-send-task", "anchor-sqlite-send");
