@@ -12,7 +12,6 @@ import {
   ConnectError,
   type ContextValues,
   createContextValues,
-  createHandlerContext,
   type HandlerContext,
   type Interceptor,
   type StreamRequest,
@@ -21,6 +20,7 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { createInProcessContext, type InProcessContext } from "./in-process-context.js";
 
 type AnyImpl = (request: unknown, context: HandlerContext) => unknown;
 
@@ -46,11 +46,7 @@ async function* messagesOf<D extends DescMessage>(desc: D, input: AsyncIterable<
   for await (const m of input) yield asMessage(desc, m);
 }
 
-async function* responsesOf<D extends DescMessage>(
-  desc: D,
-  produced: AsyncIterable<unknown>,
-  ctx: ReturnType<typeof createHandlerContext>,
-) {
+async function* responsesOf<D extends DescMessage>(desc: D, produced: AsyncIterable<unknown>, ctx: InProcessContext) {
   try {
     for await (const out of produced) yield asMessage(desc, out);
   } finally {
@@ -86,13 +82,13 @@ export function createDirectTransport(
   }
 
   function contextFor(req: UnaryRequest | StreamRequest, timeoutMs: number | undefined) {
-    return createHandlerContext({
+    return createInProcessContext({
       service: req.service,
       method: req.method,
-      protocolName: "in-process",
       requestMethod: req.requestMethod,
       url: req.url,
       requestSignal: req.signal,
+      // The header object of this call: made by this transport below, so the handler needs no copy of it.
       requestHeader: req.header,
       contextValues: req.contextValues,
       ...(shutdownSignal ? { shutdownSignal } : {}),
