@@ -11,22 +11,49 @@ export interface JsonRpcEnvelope {
   readonly params: unknown;
 }
 
-/** Reads the body up to `maxBytes`; more is refused with 413 before it is buffered. */
-export async function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/**
+ * Reads the body up to `maxBytes`; more is refused with 413 before it is buffered.
+ * Plain 'data'/'end' listeners: an async iterator over the request builds a
+ * stream adapter, an end-of-stream watcher and their promises per request
+ * (about 2% of an embedded send's CPU in the profile).
+ */
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > maxBytes) throw tooLarge(maxBytes, declared);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > maxBytes) {
-      // Stop reading so a huge body cannot fill memory; the socket is dropped after the 413 is sent.
-      req.pause();
-      throw tooLarge(maxBytes);
+  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(maxBytes, declared));
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (error?: unknown) => {
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", done);
+      req.off("close", onClose);
+      if (error !== undefined) reject(error);
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        // Stop reading so a huge body cannot fill memory; the socket is dropped after the 413 is sent.
+        req.pause();
+        done(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => done();
+    // A request whose connection closed before its end will never end: fail it as the iterator did.
+    const onClose = () =>
+      done(Object.assign(new Error("the request was aborted before its body ended"), { code: "ECONNRESET" }));
+    if (req.destroyed) {
+      onClose();
+      return;
     }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks, size);
+    req.on("data", onData);
+    req.on("end", onEnd);
+    req.on("error", done);
+    req.on("close", onClose);
+  });
 }
 
 function tooLarge(maxBytes: number, declared?: number): JsonRpcError {
