@@ -169,6 +169,33 @@ describe("retention", () => {
     expect(await store.listThreads("b", { limit: 10 })).toEqual({ threads: [] });
     expect(await store.tail({ tenant: "a", contextId: "fresh" }, 5)).toEqual([]);
   });
+
+  // Appends leave the sweep index where the thread was created; sweeps move what they find too early.
+  it("sweeps a thread whose entry an earlier sweep moved, and a thread re-created after a delete only once it is old", async () => {
+    const clock = manualClock();
+    const { store } = await openStore({ now: clock.now });
+    const busy = { tenant: "a", contextId: "busy" };
+    const reborn = { tenant: "a", contextId: "reborn" };
+    await store.append(busy, msg("1"));
+    await store.append(reborn, msg("1"));
+    clock.advance(1000);
+    await store.deleteThread(reborn);
+    await store.append(reborn, msg("2"));
+    await store.append(busy, msg("2"));
+    clock.advance(500);
+    // Both entries from t=0 are older than the cutoff (t=300), both threads are newer: nothing is deleted.
+    expect(await store.sweepThreads(1200)).toBe(0);
+    expect((await store.listThreads("a", { limit: 10 })).threads.map((t) => t.contextId).sort()).toEqual([
+      "busy",
+      "reborn",
+    ]);
+    expect(await store.tail(reborn, 5)).toHaveLength(1);
+    clock.advance(1000);
+    // Now both were last updated at t=1000, before the cutoff (t=1300): each is found (at its moved or new entry).
+    expect(await store.sweepThreads(1200)).toBe(2);
+    expect(await store.listThreads("a", { limit: 10 })).toEqual({ threads: [] });
+    expect(await store.sweepThreads(0)).toBe(0);
+  });
 });
 
 describe("argument checks", () => {

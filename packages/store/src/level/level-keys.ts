@@ -10,7 +10,7 @@
  *   parley:v1:m: th seq                   one message (header + raw payload bytes)
  *   parley:v1:i: th H(messageId)          [(seq, SHA-256 of payload)...] of messages with that id (retries)
  *   parley:v1:l: H(tenant) inv(updated) th   listThreads index, newest first
- *   parley:v1:u: updated th               sweepThreads index, oldest first
+ *   parley:v1:u: at th                    sweepThreads index, oldest first (at <= updated; moved by sweeps, not appends)
  *   parley:v1:x: th                       a deletion that must be finished (crash-safe purge)
  *   parley:v1:k: tk                       task record
  *   parley:v1:d: H(tenant) inv(updated) taskId   listTasks index per tenant (value: state, th)

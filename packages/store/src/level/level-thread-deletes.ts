@@ -17,6 +17,7 @@ import { HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
 import type { ThreadKey, ThreadMeta } from "../types.js";
 import { type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
 import {
+  EMPTY,
   inv,
   key,
   PURGE_CHUNK,
@@ -30,14 +31,25 @@ import {
 } from "./level-keys.js";
 import { decodeMeta, decodeOrCorrupt } from "./level-records.js";
 
-/** Deletes a thread whose lock the caller holds. */
-async function deleteLocked(ctx: LevelContext, th: Uint8Array, meta: ThreadMeta): Promise<void> {
+/**
+ * Deletes a thread whose lock the caller holds. `sweepEntry` is the sweep
+ * index entry a sweep found; the sweep index is moved lazily, so an entry may
+ * sit at any time up to meta.updatedAt. An entry this delete does not know of
+ * is left behind and removed by the next sweep that reaches it (no meta).
+ */
+async function deleteLocked(
+  ctx: LevelContext,
+  th: Uint8Array,
+  meta: ThreadMeta,
+  sweepEntry?: Uint8Array,
+): Promise<void> {
   remember(ctx, th, undefined);
   const tn = tenantHash(meta.tenant);
   await ctx.write([
     { type: "del", key: key(T_META, th) },
     { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.updatedAt), th) },
     { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.updatedAt), th) },
+    ...(sweepEntry ? [{ type: "del" as const, key: sweepEntry }] : []),
     { type: "put", key: key(T_PURGE, th), value: u64(meta.lastSequence) },
   ]);
   await purge(ctx, th);
@@ -94,9 +106,16 @@ export async function sweepThreads(ctx: LevelContext, olderThanMs: number): Prom
           return false;
         }
         const meta = decodeOrCorrupt("thread meta", mk, () => decodeMeta(raw));
-        // Re-checked under the lock: an append may have refreshed the thread since the index was read.
-        if (meta.updatedAt >= cutoff) return false;
-        await deleteLocked(ctx, th, meta);
+        if (meta.updatedAt >= cutoff) {
+          // Appends do not move the sweep index: the entry moves here, to the thread's current time,
+          // out of this sweep's range. Two entries of one thread (one left by a delete) meet in one key.
+          await ctx.write([
+            { type: "del", key: k },
+            { type: "put", key: key(T_THREADS_BY_UPDATED, u64(meta.updatedAt), th), value: EMPTY },
+          ]);
+          return false;
+        }
+        await deleteLocked(ctx, th, meta, k);
         return true;
       });
       if (gone) deleted += 1;

@@ -34,17 +34,22 @@ import {
 } from "./level-records.js";
 import { withTask } from "./level-tasks.js";
 
-/** The ops that write the thread's new meta and move its two indexes. */
+/**
+ * The ops that write the thread's new meta and move its listing index.
+ *
+ * The sweep index is not moved: a thread gets its entry when it is created,
+ * and sweepThreads moves an entry it finds too early to the thread's current
+ * updatedAt (level-thread-deletes.ts). Every thread keeps an entry at or
+ * before its updatedAt, so a sweep still finds every thread older than its
+ * cutoff, and an append writes two records fewer (measured in the commit).
+ */
 export function threadIndexOps(th: Uint8Array, old: ThreadMeta | undefined, next: ThreadMeta): BatchOp[] {
   const tn = tenantHash(next.tenant);
   const ops: BatchOp[] = [];
-  if (old) {
-    ops.push({ type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(old.updatedAt), th) });
-    ops.push({ type: "del", key: key(T_THREADS_BY_UPDATED, u64(old.updatedAt), th) });
-  }
+  if (old) ops.push({ type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(old.updatedAt), th) });
   ops.push({ type: "put", key: key(T_META, th), value: encodeMeta(next) });
   ops.push({ type: "put", key: key(T_THREADS_BY_TENANT, tn, inv(next.updatedAt), th), value: EMPTY });
-  ops.push({ type: "put", key: key(T_THREADS_BY_UPDATED, u64(next.updatedAt), th), value: EMPTY });
+  if (!old) ops.push({ type: "put", key: key(T_THREADS_BY_UPDATED, u64(next.updatedAt), th), value: EMPTY });
   return ops;
 }
 
