@@ -17,6 +17,12 @@ export const headers = {
   agent: "parley-agent",
   /** The hop trace of an agent-to-agent session, comma separated. */
   hops: "parley-hops",
+  /**
+   * The chain context of a Converse started from inside an agent (request), and
+   * what is left of its budget once the conversation ended (response trailer):
+   * base64url of the same JSON that A2A messages carry under extensionUris.chain.
+   */
+  chain: "parley-chain",
   /** Resume a task's stream after this event sequence number (resumable streams). */
   resumeAfter: "parley-resume-after",
   /** The sequence number of the first event of a resumable stream (response header). */
@@ -92,4 +98,22 @@ export function isInterruptedState(state: TaskState): boolean {
 /** The agent's run of one turn is over in this state: terminal, or waiting for the client. */
 export function endsTurn(state: TaskState): boolean {
   return terminalStates.has(state) || interruptedStates.has(state);
+}
+
+/**
+ * What a hop reports back about a chain in its reply (task, status update or
+ * message metadata under extensionUris.chain): the chain's id and the agent
+ * steps left after everything the hop caused. Undefined when the reply does
+ * not report on the chain `chainId`.
+ */
+export function chainReportOf(
+  metadata: { readonly [key: string]: unknown } | undefined,
+  chainId: string,
+): { readonly stepsLeft: number } | undefined {
+  const report = metadata?.[extensionUris.chain];
+  if (typeof report !== "object" || report === null || Array.isArray(report)) return undefined;
+  const { id, stepsLeft } = report as { id?: unknown; stepsLeft?: unknown };
+  if (id !== chainId || typeof stepsLeft !== "number" || !Number.isInteger(stepsLeft) || stepsLeft < 0)
+    return undefined;
+  return { stepsLeft };
 }

@@ -23,6 +23,9 @@ export const JsonRpcCode = {
   LimitExceeded: -32052,
   Unauthenticated: -32053,
   PermissionDenied: -32054,
+  LoopDetected: -32055,
+  HopLimit: -32056,
+  BudgetExhausted: -32057,
 } as const;
 
 /**
@@ -43,9 +46,9 @@ const codeByReason: Readonly<Record<ErrorReason, number | undefined>> = {
   CONTEXT_BUSY: JsonRpcCode.ContextBusy,
   RATE_LIMITED: JsonRpcCode.RateLimited,
   LIMIT_EXCEEDED: JsonRpcCode.LimitExceeded,
-  LOOP_DETECTED: undefined,
-  HOP_LIMIT: undefined,
-  BUDGET_EXHAUSTED: undefined,
+  LOOP_DETECTED: JsonRpcCode.LoopDetected,
+  HOP_LIMIT: JsonRpcCode.HopLimit,
+  BUDGET_EXHAUSTED: JsonRpcCode.BudgetExhausted,
 };
 
 /** The code of a reason an upstream sent; a reason this bridge does not know (or "toString") has none. */

@@ -44,6 +44,9 @@ const codeByJsonRpcCode: Readonly<Record<number, Code>> = {
   [-32052]: Code.ResourceExhausted,
   [-32053]: Code.Unauthenticated,
   [-32054]: Code.PermissionDenied,
+  [-32055]: Code.FailedPrecondition,
+  [-32056]: Code.ResourceExhausted,
+  [-32057]: Code.ResourceExhausted,
 };
 
 const codeByHttpStatus: Readonly<Record<number, Code>> = {

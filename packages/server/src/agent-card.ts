@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { type AgentCard, AgentCardSchema } from "@parley/proto";
+import { type AgentCard, AgentCardSchema, extensionUris } from "@parley/proto";
 import type { Agent } from "./agents/agent.js";
 import type { ParleyConfig } from "./config.js";
 
@@ -40,11 +40,18 @@ export function buildAgentCard(
       streaming: config.capabilities.streaming,
       pushNotifications: config.capabilities.pushNotifications,
       extendedAgentCard: config.capabilities.extendedAgentCard,
-      extensions: config.capabilities.requiredExtensions.map((uri) => ({
-        uri,
-        required: true,
-        description: "Required by this server's configuration",
-      })),
+      extensions: [
+        ...config.capabilities.requiredExtensions.map((uri) => ({
+          uri,
+          required: true,
+          description: "Required by this server's configuration",
+        })),
+        {
+          uri: extensionUris.chain,
+          required: false,
+          description: `Agent-to-agent chain context in message metadata under this URI (chain id, hop trace, budget); loops, more than ${config.sessions.maxHops} hops or an exhausted budget are refused with LOOP_DETECTED, HOP_LIMIT or BUDGET_EXHAUSTED`,
+        },
+      ],
     },
     securitySchemes: secured
       ? {

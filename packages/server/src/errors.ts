@@ -37,6 +37,12 @@ export const errorReasons = {
   CONTEXT_BUSY: { code: Code.Aborted },
   RATE_LIMITED: { code: Code.ResourceExhausted },
   LIMIT_EXCEEDED: { code: Code.ResourceExhausted },
+  /** A chain came back to a server and agent it already passed; metadata.chainId and .hop name them. */
+  LOOP_DETECTED: { code: Code.FailedPrecondition },
+  /** A chain would take more hops than its limit; metadata.maxHops names the limit. */
+  HOP_LIMIT: { code: Code.ResourceExhausted },
+  /** A chain has no agent steps left or passed its deadline; metadata.budget says which. */
+  BUDGET_EXHAUSTED: { code: Code.ResourceExhausted },
 } as const satisfies { readonly [R in WireErrorReason]?: { readonly code: Code } };
 
 /** The reasons this server raises (a subset of the wire vocabulary's). */

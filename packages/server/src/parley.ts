@@ -21,7 +21,11 @@ import { createStore, type PostgresBackend, type StoreBackend, type ThreadStore 
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
+import { guardSilence } from "./agents/silence-guard.js";
 import { guardSessionSteps } from "./agents/step-guard.js";
+import { createChainGuard } from "./chain/chain-guard.js";
+import { resolveServerId } from "./chain/server-id.js";
+import { createSilentRequestCheck } from "./chain/silent-request.js";
 import type { ParleyConfig } from "./config.js";
 import { createDirectTransport } from "./direct-transport.js";
 import { Engine } from "./engine/engine.js";
@@ -97,7 +101,9 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const rawStore = backend.store;
   const store = instrumentStore(rawStore, metrics);
   let agents: Agent[];
+  let serverId: string;
   try {
+    serverId = resolveServerId(config);
     agents = createAgents(config.agents, config.peers, `parley@${config.host}:${config.port}`);
   } catch (error) {
     await backend.close();
@@ -115,10 +121,20 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     ...(metrics ? { onTakeover: () => metrics.leaseTakeover() } : {}),
   });
   const resumable: Resumable = { events: backend.events, coordinator };
-  // Session steps reach agents through this guard so silence tokens and repeats are never stored.
+  // Session steps reach agents through this guard so silence tokens and repeats are never stored;
+  // every other turn through the silence guard, so a silent reply is never delivered or stored either.
+  const tokens = config.sessions.silenceTokens;
   const agentsByName = new Map(
-    agents.map((a) => [a.name, guardSessionSteps(instrumentAgent(a, metrics), config.sessions.silenceTokens)]),
+    agents.map((a) => [a.name, guardSilence(guardSessionSteps(instrumentAgent(a, metrics), tokens), tokens)]),
   );
+  const chains = createChainGuard({
+    serverId,
+    limits: {
+      maxHops: config.sessions.maxHops,
+      stepBudget: config.sessions.chainStepBudget,
+      deadlineMs: config.sessions.chainDeadlineMs,
+    },
+  });
   const push = config.capabilities.pushNotifications ? createPushConfigs({ store, config }) : undefined;
   // Without push the engine gets no listener at all, so publishing a task event costs nothing extra.
   const delivery: PushDelivery | undefined = push
@@ -129,6 +145,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     agents: agentsByName,
     config,
     logger,
+    chains,
+    refuseSilentRequest: createSilentRequestCheck(tokens),
     ...(delivery ? { onEvent: delivery.onEvent } : {}),
     coordinator,
     ...(tracingActive() ? { wrapTurn: (run, agent, work) => traceTurn(agent, run.taskId, work) } : {}),
@@ -160,6 +178,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     store,
     config,
     logger,
+    chains,
     agentNames: names,
     self: () => `parley@${advertised.grpcAddress ?? `${config.host}:${config.port}`}`,
   });

@@ -37,15 +37,24 @@ describe("capability switches and protocol checks", () => {
   it("reflects every switch in the agent card", () => {
     const onCard = on.parley.agentCard({ grpcAddress: on.address });
     expect(onCard.capabilities).toMatchObject({ streaming: true, pushNotifications: true, extendedAgentCard: true });
-    // Every backend keeps task event logs, so every streaming card offers resumable streams.
-    expect(onCard.capabilities?.extensions.map((e) => e.uri)).toEqual([extensionUris.resumableStreams]);
+    // Every backend keeps task event logs, so every streaming card offers resumable streams; the chain
+    // extension (issue 17) is always declared, optional for callers.
+    expect(new Map(onCard.capabilities?.extensions.map((e) => [e.uri, e.required]))).toEqual(
+      new Map([
+        [extensionUris.resumableStreams, false],
+        [extensionUris.chain, false],
+      ]),
+    );
     const offCard = off.parley.agentCard({ grpcAddress: off.address });
     expect(offCard.capabilities).toMatchObject({
       streaming: false,
       pushNotifications: false,
       extendedAgentCard: false,
     });
-    expect(offCard.capabilities?.extensions.map((e) => [e.uri, e.required])).toEqual([[requiredExtension, true]]);
+    expect(offCard.capabilities?.extensions.map((e) => [e.uri, e.required])).toEqual([
+      [requiredExtension, true],
+      [extensionUris.chain, false],
+    ]);
   });
 
   it("returns the extended card when it is switched on", async () => {

@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ArtifactSchema, Message, PartSchema, TaskState } from "@parley/proto";
+import type { ChainLedger } from "../chain/chain-budget.js";
 import type { HistoryEntry } from "../engine/history.js";
 
 /** One turn an agent is asked to answer. */
@@ -17,6 +18,11 @@ export interface AgentTurn {
   readonly history: readonly HistoryEntry[];
   /** Sessions this message already passed through (for loop guards across hops). */
   readonly hops: readonly string[];
+  /**
+   * The chain this turn belongs to, with this hop in its trace and its
+   * budget: whatever the agent forwards hands it on (`chain.hand()`).
+   */
+  readonly chain: ChainLedger;
   /** Fires on cancel, timeout, a lost lease and shutdown (a client disconnect does not stop a task). */
   readonly signal: AbortSignal;
   /** Whether the caller watches the reply as a stream rather than waiting for the whole answer. */
@@ -36,6 +42,8 @@ export type AgentEvent =
     }
   /** A direct reply without a task; must be the agent's only event. */
   | { readonly type: "message"; readonly parts: MessageInitShape<typeof PartSchema>[] }
+  /** The agent stays silent: its reply was a silence token, so there is nothing to deliver or store. */
+  | { readonly type: "silent" }
   /** The state the turn ends in (default COMPLETED), with an optional status message. */
   | { readonly type: "state"; readonly state: TaskState; readonly text?: string };
 

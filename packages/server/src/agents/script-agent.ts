@@ -1,8 +1,11 @@
-import { createClient } from "@connectrpc/connect";
+import { ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { Phase, SessionService, StopReason } from "@parley/proto";
+import { Phase, SessionService, StopReason, headers as wireHeaders } from "@parley/proto";
+import { chainReportFromTrailer } from "../chain/chain-budget.js";
+import { ChainRefusedError, isChainRefusalReason } from "../chain/chain-refusal.js";
 import type { PeerConfig } from "../config.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
+import { errorReasonOf } from "../errors.js";
 import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "../sessions/session-ref.js";
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 
@@ -107,10 +110,14 @@ export function createScriptAgent(options: {
     if (!peer) throw new Error(`converse.server ${JSON.stringify(spec.server)} is neither a configured peer nor a URL`);
     // SessionService is served at the server's base URL whatever protocol its A2A endpoint uses.
     const client = createClient(SessionService, createGrpcTransport({ baseUrl: peer.url }));
+    // The nested conversation is part of this turn's chain: it gets what is left and is charged what it used.
+    const hand = turn.chain.hand();
     const headers: Record<string, string> = injectTraceHeaders({
       [hopsHeader]: encodeHops(turn.hops),
+      [wireHeaders.chain]: hand.header,
       ...(peer.token ? { authorization: `Bearer ${peer.token}` } : {}),
     });
+    let report: string | null = null;
     let roundOne = "";
     let ended = "";
     const stream = client.converse(
@@ -122,12 +129,25 @@ export function createScriptAgent(options: {
         text: spec.text,
         maxTurns: spec.turns ?? 0,
       },
-      { headers, signal: turn.signal },
+      { headers, signal: turn.signal, onTrailer: (trailer) => (report = trailer.get(wireHeaders.chain)) },
     );
-    for await (const { event } of stream) {
-      if (!event) continue;
-      if (event.phase === Phase.ROUND_ONE) roundOne = event.silent ? "(silent)" : event.text;
-      if (event.phase === Phase.DONE) ended = `${StopReason[event.stopReason]}: ${event.detail}`;
+    try {
+      for await (const { event } of stream) {
+        if (!event) continue;
+        if (event.phase === Phase.ROUND_ONE) roundOne = event.silent ? "(silent)" : event.text;
+        if (event.phase === Phase.DONE) ended = `${StopReason[event.stopReason]}: ${event.detail}`;
+      }
+    } catch (error) {
+      const reason = errorReasonOf(error);
+      if (isChainRefusalReason(reason)) {
+        throw new ChainRefusedError(
+          reason,
+          `conversation with ${spec.to} was refused: ${ConnectError.from(error).rawMessage}`,
+        );
+      }
+      throw error;
+    } finally {
+      hand.settle(chainReportFromTrailer(report));
     }
     return `conversation with ${spec.to}: ${roundOne !== "" ? `round one: ${roundOne}; ` : ""}ended ${ended}`;
   }

@@ -55,6 +55,10 @@ export const peerSchema = z.strictObject({
   /** JSON-RPC: an http(s) URL; gRPC: http://host:port with protocol "grpc". */
   url: z.url({ protocol: /^https?$/ }),
   protocol: z.enum(["jsonrpc", "grpc"]).default("jsonrpc"),
+  /** JSON-RPC peers: the A2A version to speak, "1.0" (SendMessage, default) or "0.3" (message/send). */
+  a2aVersion: z.enum(["1.0", "0.3"]).optional(),
+  /** gRPC peers: the remote server's agent to address (the parley-agent header); default: its default agent. */
+  agent: z.string().min(1).optional(),
   token: z.string().optional(),
   description: z.string().optional(),
 });
@@ -82,6 +86,17 @@ export const parleyConfigSchema = z
       env: "PARLEY_DATA_DIR",
       flag: "data-dir",
     }),
+    serverId: setting(
+      z
+        .string()
+        .regex(/^([A-Za-z0-9][A-Za-z0-9._:@-]{0,127})?$/, "1-128 of [A-Za-z0-9._:@-], starting with a letter or digit")
+        .default(""),
+      {
+        description:
+          "this server's id in chain traces; empty: generated once into dataDir, or derived from storeUrl for replicas",
+        env: "PARLEY_SERVER_ID",
+      },
+    ),
     storeUrl: setting(
       z
         .string()
@@ -112,7 +127,8 @@ export const parleyConfigSchema = z
       allowed: "a non-empty list of agents with distinct names",
     }),
     peers: setting(z.array(peerSchema).default([]), {
-      description: 'remote A2A agents: [{ "name", "url", "protocol": jsonrpc|grpc, "token"?, "description"? }]',
+      description:
+        'remote A2A agents: [{ "name", "url", "protocol": jsonrpc|grpc, "a2aVersion"?: 1.0|0.3, "agent"?, "token"?, "description"? }]',
       allowed: "a list of peers with an http(s) url each",
     }),
     apiKeys: setting(z.record(z.string().min(1), z.string().min(1)).default({}), {
@@ -171,8 +187,19 @@ export const parleyConfigSchema = z
     sessions: section({
       defaultTurns: setting(z.int().min(1).default(5), { description: "ping-pong turns of a conversation" }),
       maxTurns: setting(z.int().min(1).default(20), { description: "most turns a caller may ask for" }),
-      maxHops: setting(z.int().min(1).default(8), { description: "hops across servers before a loop is refused" }),
+      maxHops: setting(z.int().min(1).default(8), {
+        description: "hops an agent-to-agent chain (and a session trace) may take across agents and servers",
+        env: "PARLEY_MAX_HOPS",
+      }),
       stepBudget: setting(z.int().min(1).default(50), { description: "agent steps per conversation" }),
+      chainStepBudget: setting(z.int().min(1).default(64), {
+        description: "agent steps of a whole chain: everything one request causes, on every server it reaches",
+        env: "PARLEY_CHAIN_STEPS",
+      }),
+      chainDeadlineMs: setting(millis(1).default(600_000), {
+        description: "how long a chain may run, from its first hop",
+        env: "PARLEY_CHAIN_DEADLINE_MS",
+      }),
       silenceTokens: setting(
         z.array(z.string().min(1)).default(["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"]),
         { description: "replies that end a phase and are never delivered or stored" },

@@ -4,6 +4,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import {
   isInterruptedState,
   isTerminalState,
+  type Message,
   type SendMessageRequest,
   type StreamResponse,
   type Task,
@@ -13,6 +14,7 @@ import {
 import { type FencedThreadStore, idLimits, type ThreadKey } from "@parley/store";
 import type { Logger } from "pino";
 import type { Agent, AgentTurn } from "../agents/agent.js";
+import type { ChainGuard } from "../chain/chain-guard.js";
 import type { ParleyConfig } from "../config.js";
 import {
   contextBusy,
@@ -55,6 +57,10 @@ export interface EngineOptions {
   readonly coordinator?: ReplicaCoordinator;
   /** Runs each turn (agent run and reply append) inside `work`: the tracing span of the turn. */
   readonly wrapTurn?: (run: TaskRun, agent: string, work: () => Promise<void>) => Promise<void>;
+  /** The ingress check of agent-to-agent chains (loops, hop limit, budget). */
+  readonly chains: ChainGuard;
+  /** Refuses a request that is a silence token; it throws with the reason. */
+  readonly refuseSilentRequest: (message: Message, agent: string) => void;
 }
 
 export interface SendOptions {
@@ -100,8 +106,12 @@ export class Engine {
   /** What each run reports its events to: push delivery and the coordinator. */
   private readonly runListener: ((run: TaskRun, event: StreamResponse) => void) | undefined;
   private readonly turn: TurnContext;
+  private readonly chains: ChainGuard;
+  private readonly refuseSilentRequest: EngineOptions["refuseSilentRequest"];
 
   constructor(options: EngineOptions) {
+    this.chains = options.chains;
+    this.refuseSilentRequest = options.refuseSilentRequest;
     this.store = options.store;
     this.agents = options.agents;
     this.config = options.config;
@@ -179,6 +189,9 @@ export class Engine {
     validateMessage(inbound, this.config.limits);
     const agent = this.agents.get(caller.agent);
     if (!agent) throw new ConnectError(`no agent named ${JSON.stringify(caller.agent)}`, Code.NotFound);
+    // Before the busy guard and before anything is stored: a ring that comes back here is a loop, not a busy context.
+    const chain = this.chains.admit(inbound, caller.agent);
+    this.refuseSilentRequest(inbound, caller.agent);
 
     const payload = encodeInbound(inbound);
     let existing: Task | undefined;
@@ -276,6 +289,7 @@ export class Engine {
       framedText: formatHistory(history, text, { maxChars: this.config.history.maxChars }),
       history,
       hops: meta.hops,
+      chain,
       signal: run.controller.signal,
       streaming: options.streaming === true,
     };

@@ -1,8 +1,9 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
+import { clone, create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ArtifactSchema,
+  extensionUris,
   type Message,
   MessageSchema,
   type PartSchema,
@@ -14,7 +15,10 @@ import {
 import type { FencedThreadStore } from "@parley/store";
 import type { Logger } from "pino";
 import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
+import { withChainReport } from "../chain/chain-budget.js";
+import { ChainRefusedError } from "../chain/chain-refusal.js";
 import { messageText } from "./history.js";
+import { parleyMetadataKey } from "./parley-metadata.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { encodeMessage } from "./task-encoding.js";
 import {
@@ -64,6 +68,8 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   let finalState: TaskState = TaskState.COMPLETED;
   let statusText: string | undefined;
   let directReply: Message | undefined;
+  let silent = false;
+  let refused: string | undefined;
 
   // WORKING is announced only once the agent does work (or says it is working), so a
   // turn that goes straight to its final state publishes SUBMITTED -> final and nothing else.
@@ -85,6 +91,10 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
       if (event.type === "state" && event.state === TaskState.WORKING) {
         start(true);
         continue;
+      }
+      if (event.type === "silent") {
+        silent = true;
+        break;
       }
       if (event.type === "message" && !started) {
         directReply = create(MessageSchema, {
@@ -116,6 +126,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     } else {
       const shutdown = reason instanceof RunStop;
       finalState = TaskState.FAILED;
+      if (reason instanceof ChainRefusedError) refused = reason.reason;
       statusText = shutdown
         ? "interrupted: the server shut down before this task finished"
         : `agent ${agent.name} failed: ${reason instanceof Error ? reason.message : String(reason)}`;
@@ -126,21 +137,36 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   }
 
   try {
+    // Every reply reports what is left of the chain's budget, so the hop that forwarded here can charge it.
+    const report = withChainReport(task.metadata, turn.chain);
+    if (refused !== undefined) (report[extensionUris.chain] as JsonObject).refused = refused;
+    task.metadata = report;
+    if (silent) task.metadata[parleyMetadataKey] = { silent: true };
     if (directReply) {
+      directReply.metadata = withChainReport(directReply.metadata, turn.chain);
       await finishWithMessage(ctx, run, directReply);
       return;
     }
     start(false);
+    if (silent) {
+      // Whatever streamed before the agent fell silent is withdrawn: no text artifact, no stored reply.
+      task.artifacts = task.artifacts.filter((a) => a.artifactId !== artifactId);
+      replyText = "";
+      textChunks = 0;
+    }
     if (textChunks > 0) {
       publishArtifact(run, { artifactId, parts: [{ content: { case: "text", value: "" } }] }, true, true);
     }
-    const replyBody = replyText !== "" ? replyText : statusText;
+    // A failure is the task's status, never the agent's reply: its text stays out of the thread.
+    const replyBody = replyText !== "" ? replyText : finalState === TaskState.FAILED ? undefined : statusText;
     const reply = replyBody !== undefined && replyBody !== "" ? agentMessage(task, replyBody) : undefined;
     if (reply) task.history.push(reply);
     setStatus(task, finalState, statusText);
     await persistOutcome(ctx, run, reply);
     ctx.leave(run);
-    run.publish(statusEvent(task));
+    const final = statusEvent(task);
+    if (final.payload.case === "statusUpdate") final.payload.value.metadata = task.metadata;
+    run.publish(final);
   } catch (error) {
     ctx.logger.error({ taskId: run.taskId, err: error }, "could not record the end of a task");
     ctx.leave(run);

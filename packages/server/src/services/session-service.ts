@@ -1,8 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { type ConverseEvent, type ConverseRequest, Phase, type SessionRef, type SessionService } from "@parley/proto";
+import {
+  type ConverseEvent,
+  type ConverseRequest,
+  headers,
+  Phase,
+  type SessionRef,
+  type SessionService,
+} from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { Logger } from "pino";
+import { encodeChainReportTrailer } from "../chain/chain-budget.js";
+import type { ChainGuard } from "../chain/chain-guard.js";
 import type { ParleyConfig } from "../config.js";
 import type { Engine } from "../engine/engine.js";
 import { invalidArgument } from "../errors.js";
@@ -38,6 +47,7 @@ export function createSessionServiceImpl(deps: {
   readonly store: ThreadStore;
   readonly config: ParleyConfig;
   readonly logger: Logger;
+  readonly chains: ChainGuard;
   readonly agentNames: readonly string[];
   /** This server's identity in session ids, e.g. parley@127.0.0.1:8081 (known only once it listens). */
   readonly self: () => string;
@@ -51,7 +61,14 @@ export function createSessionServiceImpl(deps: {
     logger: deps.logger,
   });
 
-  function start(tenant: string, req: ConverseRequest, hopHeader: string | null): ConversationLog {
+  function start(
+    tenant: string,
+    req: ConverseRequest,
+    hopHeader: string | null,
+    chainHeader: string | null,
+  ): ConversationLog {
+    // A conversation started from inside an agent belongs to that agent's chain and draws from its budget.
+    const chain = deps.chains.admitConversation(chainHeader);
     const sessions = { agentNames: deps.agentNames, peers: config.peers, self: deps.self() };
     const requester = resolveSession(req.requester, "requester", sessions);
     const target = resolveSession(req.target, "target", sessions);
@@ -89,7 +106,7 @@ export function createSessionServiceImpl(deps: {
       hopViolation = `the target session ${target.id} already took part in this chain (${[...trace, target.id].join(" → ")}): a loop`;
     }
 
-    const log = new ConversationLog(`conv-${randomUUID()}`, tenant, fingerprintOf(req), {
+    const log = new ConversationLog(`conv-${randomUUID()}`, tenant, fingerprintOf(req), chain, {
       requester: requester.contextId,
       target: target.contextId,
     });
@@ -109,6 +126,7 @@ export function createSessionServiceImpl(deps: {
       stepTimeoutMs,
       stepBudget: limits.stepBudget,
       trace,
+      chain,
       ...(hopViolation !== undefined ? { hopViolation } : {}),
     };
     void runner.run(plan).finally(() => registry.retire(log));
@@ -149,8 +167,10 @@ export function createSessionServiceImpl(deps: {
           `request_id ${JSON.stringify(req.requestId)} was already used for a different request (conversation ${log.id}); choose a new request_id`,
         );
       }
-      log ??= start(tenant, req, ctx.requestHeader.get(hopsHeader));
+      log ??= start(tenant, req, ctx.requestHeader.get(hopsHeader), ctx.requestHeader.get(headers.chain));
       yield* stream(log, req.waitMs, ctx);
+      // Only a finished conversation reports its chain's budget: the caller charges what it used.
+      if (log.finished) ctx.responseTrailer.set(headers.chain, encodeChainReportTrailer(log.chain));
     },
     async *watchConversation(req, ctx) {
       const log = find(ctx, req.conversationId);

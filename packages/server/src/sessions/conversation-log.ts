@@ -1,6 +1,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { ConversationState, type ConverseEvent, ConverseEventSchema } from "@parley/proto";
+import type { ChainLedger } from "../chain/chain-budget.js";
 
 /** The fields of an event its producer chooses; ids, sequence and time are filled in. */
 export type EventInit = Pick<
@@ -24,6 +25,8 @@ export class ConversationLog {
     readonly tenant: string,
     /** What the request asked for, to tell a true retry (same request_id) from a reuse of the id. */
     readonly fingerprint: string,
+    /** The chain the conversation draws its budget from. */
+    readonly chain: ChainLedger,
     private readonly contexts: { readonly requester: string; readonly target: string },
   ) {
     this.changed = this.nextChange();

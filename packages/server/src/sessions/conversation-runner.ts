@@ -1,7 +1,8 @@
-import { toBinary } from "@bufbuild/protobuf";
-import { MessageSchema, Phase, Speaker, StopReason } from "@parley/proto";
+import { type JsonObject, toBinary } from "@bufbuild/protobuf";
+import { extensionUris, MessageSchema, Phase, Speaker, StopReason } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { Logger } from "pino";
+import type { ChainLedger } from "../chain/chain-budget.js";
 import type { Engine } from "../engine/engine.js";
 import type { ConversationLog } from "./conversation-log.js";
 import type { ResolvedSession } from "./session-ref.js";
@@ -23,6 +24,8 @@ export interface ConversationPlan {
   readonly trace: readonly string[];
   /** Set when the hop guard refuses the conversation. */
   readonly hopViolation?: string;
+  /** The chain the conversation belongs to: every step is handed what is left of its budget. */
+  readonly chain: ChainLedger;
 }
 
 type Role = "requester" | "target";
@@ -49,6 +52,17 @@ const announcing: ReadonlySet<StopReason> = new Set([
   StopReason.TURN_LIMIT,
   StopReason.LOOP_DETECTED,
 ]);
+
+/** How a refused step ends the conversation. */
+const refusalStops = {
+  LOOP_DETECTED: StopReason.LOOP_DETECTED,
+  HOP_LIMIT: StopReason.HOP_LIMIT,
+  BUDGET_EXHAUSTED: StopReason.STEP_BUDGET,
+} as const;
+
+function withChain(chain: JsonObject, metadata: JsonObject): JsonObject {
+  return { ...metadata, [extensionUris.chain]: chain };
+}
 
 /**
  * Runs the three phases of an agent-to-agent conversation: round one (the
@@ -107,10 +121,14 @@ export class ConversationRunner {
     let steps = 0;
     const budgetStop = (turn: number, role: Role): Stop => ({
       reason: StopReason.STEP_BUDGET,
-      detail: `the conversation used its budget of ${plan.stepBudget} agent steps`,
+      detail:
+        steps >= plan.stepBudget
+          ? `the conversation used its budget of ${plan.stepBudget} agent steps`
+          : `chain ${plan.chain.id} has no agent steps left (the whole chain's budget, shared by every hop and nested conversation, is used up)`,
       turn,
       speaker: speakerOf[role],
     });
+    const outOfBudget = () => steps >= plan.stepBudget || plan.chain.stepsLeft <= 0;
 
     const step = async (
       role: Role,
@@ -121,6 +139,7 @@ export class ConversationRunner {
       extra: Partial<SessionStep> = {},
     ): Promise<StepResult> => {
       steps++;
+      const hand = plan.chain.hand();
       const receiver = role === "requester" ? plan.requester : plan.target;
       const other = role === "requester" ? plan.target : plan.requester;
       const message = stepMessage({
@@ -128,23 +147,26 @@ export class ConversationRunner {
         messageId: `${log.id}/${steps}/${phase}`,
         contextId: receiver.contextId,
         text,
-        metadata: stepMetadata(
-          {
-            conversationId: log.id,
-            phase,
-            turn,
-            maxTurns,
-            role,
-            self: receiver.id,
-            other: other.id,
-            suppress,
-            ...extra,
-          },
-          other.id,
-          hops,
+        metadata: withChain(
+          hand.metadata,
+          stepMetadata(
+            {
+              conversationId: log.id,
+              phase,
+              turn,
+              maxTurns,
+              role,
+              self: receiver.id,
+              other: other.id,
+              suppress,
+              ...extra,
+            },
+            other.id,
+            hops,
+          ),
         ),
       });
-      const result =
+      const outcome =
         receiver.kind === "local"
           ? await runLocalStep(
               this.deps.engine,
@@ -153,6 +175,8 @@ export class ConversationRunner {
               plan.stepTimeoutMs,
             )
           : await runPeerStep(receiver.peer, message, plan.stepTimeoutMs);
+      hand.settle(outcome.metadata);
+      const result = outcome.result;
       // A peer that is not Parley withholds nothing itself; judge its reply here as well.
       if (result.kind !== "reply") return result;
       if (isSilentReply(result.text, this.deps.tokens)) return { kind: "silent" };
@@ -199,6 +223,13 @@ export class ConversationRunner {
             turn,
             speaker,
           };
+        case "refused":
+          return {
+            reason: refusalStops[result.reason],
+            detail: `the ${role} refused the step ${where} (${result.reason}): ${result.detail}`,
+            turn,
+            speaker,
+          };
       }
     };
 
@@ -209,7 +240,7 @@ export class ConversationRunner {
     };
 
     // Round one.
-    if (steps >= plan.stepBudget) return finish(budgetStop(0, "target"));
+    if (outOfBudget()) return finish(budgetStop(0, "target"));
     const first = await step("target", "round-one", 0, plan.text, []);
     report(Phase.ROUND_ONE, "target", 0, first);
     const firstStop = stopOf(first, "target", "in round one", 0);
@@ -228,7 +259,7 @@ export class ConversationRunner {
     let stop: Stop | undefined;
     for (let turn = 1; turn <= maxTurns && !stop; turn++) {
       const role: Role = turn % 2 === 1 ? "requester" : "target";
-      if (steps >= plan.stepBudget) {
+      if (outOfBudget()) {
         stop = budgetStop(turn, role);
         break;
       }
@@ -261,7 +292,7 @@ export class ConversationRunner {
     if (undelivered) await this.deliver(plan, undelivered, hops, steps);
 
     if (!announcing.has(stop.reason)) return finish(stop);
-    if (steps >= plan.stepBudget) return finish(stop, "", "no step budget was left for the announce step");
+    if (outOfBudget()) return finish(stop, "", "no step budget was left for the announce step");
     const announce = await step(
       "target",
       "announce",

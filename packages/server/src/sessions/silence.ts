@@ -33,6 +33,39 @@ export function isSilentReply(text: string, tokens: ReadonlySet<string>): boolea
   return last !== undefined && tokens.has(bareToken(last));
 }
 
+/**
+ * Whether a request is a silence token as a whole (one line, decorated or
+ * not): there is nothing in it to deliver.
+ */
+export function isSilentRequest(text: string, tokens: ReadonlySet<string>): boolean {
+  const lines = text.split(/\r?\n/).filter((l) => l.trim() !== "");
+  return lines.length === 1 && tokens.has(bareToken(lines[0]!));
+}
+
+/**
+ * Where a streamed reply must stop being passed on for now: at the start of
+ * its last non-empty line when that line could still turn out to be a
+ * silence token (`NO_`, `**NO_REPLY`), else at its end. Text before that
+ * point can no longer make the reply silent by itself.
+ */
+export function silenceHoldFrom(text: string, tokens: ReadonlySet<string>): number {
+  for (let end = text.length; end > 0; ) {
+    const start = text.lastIndexOf("\n", end - 1) + 1;
+    const line = text.slice(start, end);
+    if (line.trim() !== "") {
+      const core = line
+        .trim()
+        .replace(/^[`*"'_]+/, "")
+        .replace(/[`*"'_.]+$/, "")
+        .trim();
+      for (const token of tokens) if (token.startsWith(core)) return start;
+      return text.length;
+    }
+    end = start - 1;
+  }
+  return 0;
+}
+
 /** A reply with its whitespace folded, for spotting repeats. */
 export function foldReply(text: string): string {
   return text.trim().replace(/\s+/g, " ");

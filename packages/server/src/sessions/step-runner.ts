@@ -1,23 +1,25 @@
-import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
-  A2AService,
   type Artifact,
   type Message,
   MessageSchema,
   Role,
   SendMessageRequestSchema,
-  SendMessageResponseSchema,
   type Task,
   TaskState,
 } from "@parley/proto";
-import { peerRequestHeaders } from "../agents/peer-headers.js";
+import { callPeer } from "../agents/peer-call.js";
 import { withheldOf } from "../agents/step-guard.js";
+import {
+  type ChainRefusalReason,
+  ChainRefusedError,
+  chainRefusalOf,
+  isChainRefusalReason,
+} from "../chain/chain-refusal.js";
 import type { PeerConfig } from "../config.js";
 import type { Engine } from "../engine/engine.js";
 import { messageText } from "../engine/history.js";
-import { injectTraceHeaders } from "../observability/tracing.js";
+import { errorReasonOf } from "../errors.js";
 
 /** How one step of a conversation ended. */
 export type StepResult =
@@ -27,7 +29,15 @@ export type StepResult =
   | { readonly kind: "empty" }
   | { readonly kind: "timeout" }
   | { readonly kind: "failed"; readonly detail: string }
-  | { readonly kind: "canceled"; readonly detail: string };
+  | { readonly kind: "canceled"; readonly detail: string }
+  /** The receiving hop refused the chain (LOOP_DETECTED, HOP_LIMIT, BUDGET_EXHAUSTED). */
+  | { readonly kind: "refused"; readonly reason: ChainRefusalReason; readonly detail: string };
+
+/** A step's result, plus the reply's metadata (which reports what is left of the chain's budget). */
+export interface StepOutcome {
+  readonly result: StepResult;
+  readonly metadata?: JsonObject | undefined;
+}
 
 function replyOf(artifacts: readonly Artifact[], finalState: TaskState, statusText: string): StepResult {
   let text = "";
@@ -50,6 +60,10 @@ function replyOf(artifacts: readonly Artifact[], finalState: TaskState, statusTe
 
 function resultOfTask(task: Task): StepResult {
   const status = task.status;
+  const refused = chainRefusalOf(task.metadata);
+  if (refused && status?.state === TaskState.FAILED) {
+    return { kind: "refused", reason: refused, detail: status.message ? messageText(status.message) : refused };
+  }
   return replyOf(
     task.artifacts,
     status?.state ?? TaskState.UNSPECIFIED,
@@ -71,14 +85,16 @@ export async function runLocalStep(
   caller: { readonly tenant: string; readonly agent: string },
   message: Message,
   timeoutMs: number,
-): Promise<StepResult> {
+): Promise<StepOutcome> {
   let outcome: Awaited<ReturnType<Engine["send"]>>;
   try {
     outcome = await engine.send(caller, create(SendMessageRequestSchema, { message }));
   } catch (error) {
-    return { kind: "failed", detail: `agent ${caller.agent} could not take the step: ${describe(error)}` };
+    const reason = errorReasonOf(error);
+    if (isChainRefusalReason(reason)) return { result: { kind: "refused", reason, detail: describe(error) } };
+    return { result: { kind: "failed", detail: `agent ${caller.agent} could not take the step: ${describe(error)}` } };
   }
-  if (outcome.kind === "stored") return resultOfTask(outcome.task);
+  if (outcome.kind === "stored") return { result: resultOfTask(outcome.task), metadata: outcome.task.metadata };
   const run = outcome.run;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = await Promise.race([
@@ -90,9 +106,9 @@ export async function runLocalStep(
   clearTimeout(timer);
   if (timedOut) {
     await engine.cancel(caller.tenant, run.taskId).catch(() => undefined);
-    return { kind: "timeout" };
+    return { result: { kind: "timeout" }, metadata: run.task.metadata };
   }
-  return resultOfTask(run.task);
+  return { result: resultOfTask(run.task), metadata: run.task.metadata };
 }
 
 /**
@@ -100,57 +116,20 @@ export async function runLocalStep(
  * so a Parley peer stores it as inter-session, frames it with the protocol
  * instructions and withholds silence on its side as well.
  */
-export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs: number): Promise<StepResult> {
-  const headers = peerRequestHeaders(peer);
-  const request = create(SendMessageRequestSchema, { message });
+export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs: number): Promise<StepOutcome> {
   const signal = AbortSignal.timeout(timeoutMs);
   try {
-    if (peer.protocol === "grpc") {
-      const client = createClient(A2AService, createGrpcTransport({ baseUrl: peer.url }));
-      const artifacts: Artifact[] = [];
-      let state: TaskState = TaskState.COMPLETED;
-      let statusText = "";
-      for await (const event of client.sendStreamingMessage(request, {
-        signal,
-        headers: injectTraceHeaders({ ...headers }),
-      })) {
-        const p = event.payload;
-        if (p.case === "message") return textReply(messageText(p.value));
-        if (p.case === "task") artifacts.splice(0, artifacts.length, ...p.value.artifacts);
-        if (p.case === "artifactUpdate" && p.value.artifact) artifacts.push(p.value.artifact);
-        if (p.case === "statusUpdate" && p.value.status) {
-          state = p.value.status.state;
-          statusText = p.value.status.message ? messageText(p.value.status.message) : "";
-        }
-      }
-      return replyOf(artifacts, state, statusText);
+    const answer = await callPeer(peer, message, signal);
+    if (answer.kind === "message") {
+      return { result: textReply(messageText(answer.message)), metadata: answer.message.metadata };
     }
-    const response = await fetch(peer.url, {
-      method: "POST",
-      signal,
-      headers: injectTraceHeaders({ "content-type": "application/json", ...headers }),
-      body: JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "SendMessage",
-        params: toJson(SendMessageRequestSchema, request),
-      }),
-    });
-    const body = (await response.json().catch(() => undefined)) as
-      | { result?: JsonValue; error?: { code: number; message: string } }
-      | undefined;
-    if (!body)
-      return { kind: "failed", detail: `peer ${peer.name} answered HTTP ${response.status} without a JSON-RPC body` };
-    if (body.error)
-      return { kind: "failed", detail: `peer ${peer.name} answered error ${body.error.code}: ${body.error.message}` };
-    const result = fromJson(SendMessageResponseSchema, body.result ?? null, { ignoreUnknownFields: true });
-    if (result.payload.case === "message") return textReply(messageText(result.payload.value));
-    if (result.payload.case === "task") return resultOfTask(result.payload.value);
-    return { kind: "failed", detail: `peer ${peer.name} answered with neither a task nor a message` };
+    return { result: resultOfTask(answer.task), metadata: answer.task.metadata };
   } catch (error) {
-    if (signal.aborted) return { kind: "timeout" };
-    const code = error instanceof ConnectError ? ` (${Code[error.code]})` : "";
-    return { kind: "failed", detail: `peer ${peer.name} failed${code}: ${describe(error)}` };
+    if (signal.aborted) return { result: { kind: "timeout" } };
+    if (error instanceof ChainRefusedError) {
+      return { result: { kind: "refused", reason: error.reason, detail: error.message } };
+    }
+    return { result: { kind: "failed", detail: describe(error) } };
   }
 }
 
