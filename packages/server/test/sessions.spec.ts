@@ -139,8 +139,18 @@ describe("agent-to-agent sessions", () => {
       { provenance: Provenance.AGENT, text: "Round one answer" },
       { provenance: Provenance.INTER_SESSION, text: expect.stringContaining("ended: the requester stayed silent") },
     ]);
-    // The requester's silent reply (with the line above its token) left no trace in its thread.
-    expect(requester).toEqual([{ provenance: Provenance.INTER_SESSION, text: "Round one answer" }]);
+    // The requester's silent reply (with the line above its token) left no trace in its thread; the thread
+    // holds the request it sent and how the conversation ended (issue 17: it used to hold neither).
+    expect(requester).toEqual([
+      { provenance: Provenance.AGENT, text: "Is the file fixed?" },
+      { provenance: Provenance.INTER_SESSION, text: "Round one answer" },
+      {
+        provenance: Provenance.INTER_SESSION,
+        text: expect.stringMatching(
+          /^Agent-to-agent conversation conv-\S+ with \S+\/t-basic\/s1-t ended \(SILENCE\): the requester stayed silent at turn 1 of 2; the target chose not to announce anything\. Outcome: nothing was announced\.$/,
+        ),
+      },
+    ]);
     expectNoTokens(events, [...target, ...requester]);
   });
 
@@ -340,9 +350,11 @@ describe("agent-to-agent sessions", () => {
     ]);
     const near = await history("s12-r");
     expect(near.map((m) => [m.provenance, m.text])).toEqual([
+      [Provenance.AGENT, "Hello from afar"],
       [Provenance.INTER_SESSION, "Remote round one"],
       [Provenance.AGENT, "Thanks, one more thing"],
       [Provenance.INTER_SESSION, "Remote says bye"],
+      [Provenance.INTER_SESSION, expect.stringContaining("ended (TURN_LIMIT): all 2 ping-pong turns were used")],
     ]);
     expectNoTokens(events, [...far, ...near]);
   });

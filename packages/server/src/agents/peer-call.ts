@@ -85,7 +85,11 @@ function describe(peer: PeerConfig, error: unknown, signal: AbortSignal): Error 
 export async function callPeer(peer: PeerConfig, message: Message, signal: AbortSignal): Promise<PeerAnswer> {
   const v03 = peer.protocol === "jsonrpc" && peer.a2aVersion === "0.3";
   // The caller's trace context goes on to the peer, so a chain of hops is one trace.
-  const headers = injectTraceHeaders({ ...peerRequestHeaders(peer), [wireHeaders.a2aVersion]: v03 ? "0.3" : "1.0" });
+  const headers = injectTraceHeaders({
+    ...peerRequestHeaders(peer),
+    [wireHeaders.a2aVersion]: v03 ? "0.3" : "1.0",
+    ...(peer.protocol === "grpc" && peer.agent ? { [wireHeaders.agent]: peer.agent } : {}),
+  });
   const request = create(SendMessageRequestSchema, { message });
   try {
     if (peer.protocol === "grpc") return await callGrpc(peer, request, signal, headers);
@@ -101,13 +105,19 @@ export async function callPeer(peer: PeerConfig, message: Message, signal: Abort
       }),
     });
     const raw = await response.text();
-    let body: { result?: JsonValue; error?: unknown } | undefined;
+    let body: { jsonrpc?: unknown; result?: JsonValue; error?: unknown } | undefined;
     try {
       body = JSON.parse(raw) as typeof body;
     } catch {
       body = undefined;
     }
-    if (!body || typeof body !== "object" || (body.result === undefined && body.error === undefined)) {
+    // Only a JSON-RPC 2.0 response is one; anything else (a 404 page, a proxy's JSON) is an HTTP failure.
+    if (
+      !body ||
+      typeof body !== "object" ||
+      body.jsonrpc !== "2.0" ||
+      (body.result === undefined && (typeof body.error !== "object" || body.error === null))
+    ) {
       throw new PeerError(
         `peer ${peer.name} (${peer.url}) answered HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""} without a JSON-RPC response: ${summary(raw)}`,
       );

@@ -11,11 +11,11 @@ import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
  * passed on as text on plain sends either: the agent yields `silent`
  * instead, and the engine completes the task with no text artifact and
  * `metadata.parley.silent`. Text passes on as soon as it can no longer
- * become silent: only a last line that could still be a token is held back,
- * so a token that ends a reply is never streamed or stored, while the lines
- * above it, already streamed to subscribers, stay (unlike a session step,
- * whose whole reply is judged at once). Session steps pass through: their
- * guard withholds more than silence.
+ * become silent by itself: only a last line that could still be a token is
+ * held back, so the token is never streamed. When the reply ends in a token
+ * after other lines, those lines (already streamed to live subscribers) are
+ * withdrawn: the final task has no text artifact and the thread no reply.
+ * Session steps pass through: their guard withholds more than silence.
  */
 export function guardSilence(agent: Agent, configuredTokens: readonly string[]): Agent {
   const tokens = silenceTokenSet(configuredTokens);
@@ -57,9 +57,11 @@ export function guardSilence(agent: Agent, configuredTokens: readonly string[]):
       }
       const whole = emitted + held;
       if (isSilentReply(whole, tokens)) {
-        // Nothing of it reached anyone: the agent stayed silent. Otherwise only the token line is dropped.
-        if (emitted.trim() === "") yield { type: "silent" };
-      } else if (held !== "") {
+        // The token never left; text streamed above it is withdrawn from the task and never stored.
+        yield { type: "silent" };
+        return;
+      }
+      if (held !== "") {
         yield { type: "text", text: held };
       }
       yield* deferred;

@@ -2,7 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { PartSchema } from "@parley/proto";
 import { messageText } from "../engine/history.js";
 import { parleyAnnotations, parleyMetadataKey } from "../engine/parley-metadata.js";
-import { sessionStepOf, stepInstructions } from "../sessions/session-step.js";
+import { recordedPhases, sessionStepOf, stepInstructions } from "../sessions/session-step.js";
 import { isSilentReply, replyDigest, silenceTokenSet } from "../sessions/silence.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 
@@ -40,7 +40,7 @@ export function guardSessionSteps(agent: Agent, configuredTokens: readonly strin
     description: agent.description,
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       const step = sessionStepOf(turn.message);
-      if (!step || step.phase === "delivery") {
+      if (!step || recordedPhases.has(step.phase)) {
         yield* agent.run(turn);
         return;
       }

@@ -1,5 +1,5 @@
 import { type JsonObject, toBinary } from "@bufbuild/protobuf";
-import { extensionUris, MessageSchema, Phase, Speaker, StopReason } from "@parley/proto";
+import { extensionUris, Role as MessageRole, MessageSchema, Phase, Speaker, StopReason } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
 import type { Logger } from "pino";
 import type { ChainLedger } from "../chain/chain-budget.js";
@@ -85,7 +85,12 @@ export class ConversationRunner {
 
   async run(plan: ConversationPlan): Promise<void> {
     try {
+      // A refused conversation leaves no trace in either thread, like any refused request.
+      if (plan.hopViolation === undefined) {
+        await this.record(plan, "request", plan.text, { provenance: "agent", steps: 0 });
+      }
       await this.phases(plan);
+      if (plan.hopViolation === undefined) await this.recordOutcome(plan);
     } catch (error) {
       this.deps.logger.error({ conversationId: plan.log.id, err: error }, "conversation failed");
       if (!plan.log.finished) {
@@ -321,35 +326,72 @@ export class ConversationRunner {
 
   /** Appends a reply to the other session's thread without asking it to answer (local sessions only). */
   private async deliver(plan: ConversationPlan, reply: Reply, hops: readonly string[], steps: number): Promise<void> {
-    const listener = reply.role === "requester" ? plan.target : plan.requester;
-    const speaker = reply.role === "requester" ? plan.requester : plan.target;
+    const listener = reply.role === "requester" ? "target" : "requester";
+    await this.record(plan, "delivery", reply.text, { to: listener, hops, steps });
+  }
+
+  /**
+   * Tells the requester's thread how the conversation ended: why it stopped,
+   * and what the target announced or that it announced nothing.
+   */
+  private async recordOutcome(plan: ConversationPlan): Promise<void> {
+    const done = plan.log.events[plan.log.events.length - 1];
+    if (!done || done.phase !== Phase.DONE) return;
+    const reason = StopReason[done.stopReason] ?? String(done.stopReason);
+    const announced =
+      done.announcedText !== "" ? `${plan.target.id} announced: ${done.announcedText}` : "nothing was announced";
+    const text = `Agent-to-agent conversation ${plan.log.id} with ${plan.target.id} ended (${reason}): ${done.detail}. Outcome: ${announced}.`;
+    await this.record(plan, "outcome", text, { steps: plan.log.events.length });
+  }
+
+  /**
+   * Stores a message in a local session's thread without asking it to answer:
+   * the requester's own request (AGENT: the requester sent it), a reply
+   * nobody answered, or the outcome (INTER_SESSION, from the other session).
+   */
+  private async record(
+    plan: ConversationPlan,
+    phase: "delivery" | "request" | "outcome",
+    text: string,
+    options: {
+      readonly to?: "requester" | "target";
+      readonly provenance?: "agent" | "inter-session";
+      readonly hops?: readonly string[];
+      readonly steps: number;
+    },
+  ): Promise<void> {
+    const role = options.to ?? "requester";
+    const listener = role === "requester" ? plan.requester : plan.target;
+    const other = role === "requester" ? plan.target : plan.requester;
     if (listener.kind !== "local") return;
+    const provenance = options.provenance ?? "inter-session";
     const message = stepMessage({
-      messageId: `${plan.log.id}/${steps}/delivery`,
+      messageId: `${plan.log.id}/${options.steps}/${phase}`,
       contextId: listener.contextId,
-      text: reply.text,
+      text,
+      role: provenance === "agent" ? MessageRole.AGENT : MessageRole.USER,
       metadata: stepMetadata(
         {
           conversationId: plan.log.id,
-          phase: "delivery",
+          phase,
           turn: 0,
           maxTurns: plan.maxTurns,
-          role: reply.role === "requester" ? "target" : "requester",
+          role,
           self: listener.id,
-          other: speaker.id,
+          other: other.id,
           suppress: [],
         },
-        speaker.id,
-        hops,
+        provenance === "agent" ? listener.id : other.id,
+        options.hops ?? [...plan.trace, plan.target.id],
       ),
     });
     try {
       await this.deps.store.append(
         { tenant: plan.tenant, contextId: listener.contextId },
-        { messageId: message.messageId, provenance: "inter-session", payload: toBinary(MessageSchema, message) },
+        { messageId: message.messageId, provenance, payload: toBinary(MessageSchema, message) },
       );
     } catch (error) {
-      this.deps.logger.warn({ conversationId: plan.log.id, err: error }, "could not deliver the last reply");
+      this.deps.logger.warn({ conversationId: plan.log.id, phase, err: error }, "could not record a conversation step");
     }
   }
 }

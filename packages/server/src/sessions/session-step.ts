@@ -6,7 +6,15 @@ import { announceSkipToken, replySkipToken } from "./silence.js";
 /** Key under metadata.parley that marks a message as one step of an agent-to-agent conversation. */
 export const sessionStepKey = "session";
 
-export type StepPhase = "round-one" | "ping-pong" | "announce" | "delivery";
+/**
+ * round-one, ping-pong and announce ask a session to reply; delivery, request
+ * and outcome are only stored in a thread (the last reply nobody answered;
+ * the request the requester sent; how the conversation ended).
+ */
+export type StepPhase = "round-one" | "ping-pong" | "announce" | "delivery" | "request" | "outcome";
+
+/** Phases that are stored in a thread without asking its session to reply. */
+export const recordedPhases: ReadonlySet<StepPhase> = new Set(["delivery", "request", "outcome"]);
 
 /**
  * What a step message tells the receiving Parley about its place in the
@@ -50,7 +58,7 @@ export function stepMetadata(step: SessionStep, source: string, hops: readonly s
   return { [parleyMetadataKey]: { interSession: true, source, hops: [...hops], [sessionStepKey]: session } };
 }
 
-const phases: ReadonlySet<string> = new Set(["round-one", "ping-pong", "announce", "delivery"]);
+const phases: ReadonlySet<string> = new Set(["round-one", "ping-pong", "announce", ...recordedPhases]);
 
 /** The session step a message belongs to, if it is one. */
 export function sessionStepOf(message: Pick<Message, "metadata">): SessionStep | undefined {

@@ -143,11 +143,13 @@ export function stepMessage(init: {
   readonly contextId: string;
   readonly text: string;
   readonly metadata: Message["metadata"];
+  /** USER (default): a step another session sends; AGENT: what the receiving session itself sent. */
+  readonly role?: Role;
 }): Message {
   return create(MessageSchema, {
     messageId: init.messageId,
     contextId: init.contextId,
-    role: Role.USER,
+    role: init.role ?? Role.USER,
     parts: [{ content: { case: "text", value: init.text } }],
     ...(init.metadata ? { metadata: init.metadata } : {}),
   });

@@ -1,0 +1,445 @@
+import { execFile } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { toJsonString } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import {
+  ErrorInfoSchema,
+  extensionUris,
+  HistoryOrder,
+  Phase,
+  Provenance,
+  StopReason,
+  type Task,
+  TaskSchema,
+  TaskState,
+} from "@parley/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createParleyClient, type ParleyClient } from "../src/index.js";
+import { freePort, type SpawnedBridge, spawnBridge } from "./fixtures/spawn-bridge.js";
+
+/**
+ * Three Parley servers, each its own process with its own data dir (the
+ * bridge binary in embedded mode: JSON-RPC plus gRPC), that name each other
+ * as peers. Every scenario of issue 17 runs on these three processes, so the
+ * test starts exactly three servers whatever it covers.
+ */
+const names = ["a", "b", "c"] as const;
+type Name = (typeof names)[number];
+const next: Record<Name, Name> = { a: "b", b: "c", c: "a" };
+const tenantKey: Record<Name, string> = { a: "key-a", b: "key-b", c: "key-c" };
+const apiKeys = { "key-s": "shared", "key-a": "alice", "key-b": "bob", "key-c": "carol" };
+const cli = resolve(dirname(fileURLToPath(import.meta.url)), "../dist/cli.js");
+
+const jsonRpcPort = {} as Record<Name, number>;
+const grpcPort = {} as Record<Name, number>;
+const servers = {} as Record<Name, SpawnedBridge>;
+let closedPort: number;
+let root: string;
+
+function jsonRpc(on: Name, agent: string): string {
+  return `http://127.0.0.1:${jsonRpcPort[on]}/agents/${agent}/`;
+}
+
+function script(name: string, replies: unknown[]) {
+  return { name, type: "script", options: { replies } };
+}
+
+function forward(name: string, peer: string) {
+  return { name, type: "a2a", options: { peer } };
+}
+
+/** h1..h9, spread over the three servers in turn: an acyclic chain of nine hops, one more than the limit. */
+const chainAgents = Array.from({ length: 9 }, (_, i) => ({ name: `h${i + 1}`, on: names[i % 3]! }));
+
+function configOf(self: Name) {
+  const to = next[self];
+  const peers = [
+    { name: "ring-next", url: jsonRpc(to, "ring"), protocol: "jsonrpc", token: "key-s" },
+    // Each hop of this ring authenticates as the next server's own tenant.
+    { name: "ring-t-next", url: jsonRpc(to, "ring-t"), protocol: "jsonrpc", token: tenantKey[to] },
+    // The mixed ring: a -> b over JSON-RPC 0.3, b -> c over gRPC, c -> a over JSON-RPC 1.0.
+    self === "a"
+      ? { name: "mix-next", url: jsonRpc("b", "mix"), protocol: "jsonrpc", a2aVersion: "0.3", token: "key-s" }
+      : self === "b"
+        ? { name: "mix-next", url: `http://127.0.0.1:${grpcPort.c}`, protocol: "grpc", agent: "mix", token: "key-s" }
+        : { name: "mix-next", url: jsonRpc("a", "mix"), protocol: "jsonrpc", token: "key-s" },
+    { name: "conv-next", url: `http://127.0.0.1:${grpcPort[to]}`, protocol: "grpc", token: "key-s" },
+    { name: "p404", url: `http://127.0.0.1:${jsonRpcPort[to]}/no/such/path`, protocol: "jsonrpc", token: "key-s" },
+    { name: "pdown", url: `http://127.0.0.1:${closedPort}/`, protocol: "jsonrpc", token: "key-s" },
+    { name: "fail-next", url: jsonRpc(to, "tgtfail"), protocol: "jsonrpc", token: "key-s" },
+    // Hops 1-3 as tenant shared, 4-6 as alice, 7-9 as bob: the chain comes back to each server under another
+    // tenant, so no hop finds its own context busy (one tenant would end at h4 with CONTEXT_BUSY, rightly).
+    ...chainAgents.slice(0, -1).map((_, i) => ({
+      name: `to-h${i + 2}`,
+      url: jsonRpc(chainAgents[i + 1]!.on, `h${i + 2}`),
+      protocol: "jsonrpc",
+      token: ["key-s", "key-a", "key-b"][Math.floor((i + 1) / 3)]!,
+    })),
+  ];
+  const agents = [
+    forward("ring", "ring-next"),
+    forward("ring-t", "ring-t-next"),
+    forward("mix", "mix-next"),
+    forward("p404", "p404"),
+    forward("pdown", "pdown"),
+    forward("relay-fail", "fail-next"),
+    script("tgtfail", [{ fail: "boom" }]),
+    script("quiet", ["NO_REPLY"]),
+    script("beat", ["HEARTBEAT_OK"]),
+    script("musing", ["Let me think about whether to answer.\nNO_REPLY"]),
+    // Every reply of tgt opens a nested conversation on the next server: a fan-out that only the chain budget bounds.
+    // Distinct replies, so no conversation stops early at a repeat.
+    script(
+      "tgt",
+      Array.from({ length: 8 }, (_, i) => ({
+        converse: { server: "conv-next", from: "req", to: "tgt", text: `pass it on (${i})`, turns: 2 },
+        reply: `answer ${i}`,
+      })),
+    ),
+    script(
+      "req",
+      Array.from({ length: 8 }, (_, i) => `question ${i}`),
+    ),
+    ...chainAgents
+      .filter((h) => h.on === self)
+      .map((h) =>
+        h.name === "h9" ? script("h9", ["end of the line"]) : forward(h.name, `to-h${Number(h.name.slice(1)) + 1}`),
+      ),
+  ];
+  return { apiKeys, peers, agents, serverId: self === "a" ? "srv-a" : "" };
+}
+
+function client(on: Name, token: string, agent?: string): ParleyClient {
+  return createParleyClient({
+    baseUrl: servers[on].grpcUrl,
+    protocol: "grpc",
+    token,
+    ...(agent ? { agent } : {}),
+    defaultTimeoutMs: 60_000,
+  });
+}
+
+const clients: ParleyClient[] = [];
+function tracked(c: ParleyClient): ParleyClient {
+  clients.push(c);
+  return c;
+}
+
+async function send(on: Name, agent: string, text: string, contextId: string, token = "key-s"): Promise<Task> {
+  const response = await tracked(client(on, token, agent)).a2a.sendMessage({
+    message: {
+      messageId: crypto.randomUUID(),
+      contextId,
+      role: 1,
+      parts: [{ content: { case: "text", value: text } }],
+    },
+  });
+  if (response.payload.case !== "task") throw new Error(`expected a task, got ${response.payload.case}`);
+  return response.payload.value;
+}
+
+function statusText(task: Task): string {
+  return task.status?.message?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ?? "";
+}
+
+function chainReport(task: Task): Record<string, unknown> {
+  return task.metadata?.[extensionUris.chain] as Record<string, unknown>;
+}
+
+async function thread(on: Name, contextId: string, token = "key-s") {
+  try {
+    const page = await tracked(client(on, token)).threads.getThreadHistory({
+      contextId,
+      order: HistoryOrder.OLDEST_FIRST,
+      pageSize: 100,
+    });
+    return page.messages.map((m) => ({
+      provenance: m.provenance,
+      text: m.message?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ?? "",
+    }));
+  } catch (error) {
+    if (ConnectError.from(error).rawMessage.includes("no conversation with contextId")) return [];
+    throw error;
+  }
+}
+
+/** Messages stored on a server for the tenant, over every thread it has. */
+async function storedMessages(on: Name, token = "key-s"): Promise<{ threads: number; messages: number }> {
+  const c = tracked(client(on, token));
+  let threads = 0;
+  let messages = 0;
+  let pageToken = "";
+  for (let page = 0; page < 50; page++) {
+    const listed = await c.threads.listThreads({ pageSize: 100, pageToken });
+    for (const t of listed.threads) {
+      threads++;
+      messages += Number(t.messageCount);
+    }
+    pageToken = listed.nextPageToken;
+    if (pageToken === "") break;
+  }
+  return { threads, messages };
+}
+
+beforeAll(async () => {
+  root = mkdtempSync(join(tmpdir(), "parley-chain-"));
+  for (const n of names) {
+    jsonRpcPort[n] = await freePort();
+    grpcPort[n] = await freePort();
+  }
+  closedPort = await freePort();
+  const started = await Promise.all(
+    names.map(async (n) => {
+      const dataDir = join(root, n);
+      mkdirSync(dataDir);
+      return [
+        n,
+        await spawnBridge({ dataDir, jsonRpcPort: jsonRpcPort[n], grpcPort: grpcPort[n], config: configOf(n) }),
+      ] as const;
+    }),
+  );
+  for (const [n, s] of started) servers[n] = s;
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of clients) c.close();
+  await Promise.all(Object.values(servers).map((s) => s.stop()));
+  if (root) rmSync(root, { recursive: true, force: true });
+});
+
+describe("one chain context, enforced at every ingress (three server processes)", () => {
+  it("stops the a2a ring a -> b -> c -> a with LOOP_DETECTED at its first repeated hop, one tenant throughout", async () => {
+    const contextId = `ring-${crypto.randomUUID()}`;
+    const task = await send("a", "ring", "go around", contextId);
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    const text = statusText(task);
+    // The refusal at a (the fourth hop) travelled back through c and b to the first caller.
+    expect(text).toContain("LOOP_DETECTED");
+    expect(text).toMatch(/chain chain-\S+ came back to srv-a\/ring, which it already passed at hop 1 of 3/);
+    expect(text).toMatch(/srv-a\/ring → parley-\S+\/ring → parley-\S+\/ring → srv-a\/ring/);
+    expect(text).not.toContain("CONTEXT_BUSY");
+    expect(chainReport(task)).toMatchObject({ refused: "LOOP_DETECTED" });
+    // Each server received one request of the chain and stored only that: no failure text as an agent reply.
+    for (const n of names) {
+      expect(await thread(n, contextId), n).toEqual([{ provenance: Provenance.USER, text: "go around" }]);
+    }
+  });
+
+  it("stops the same ring when every hop authenticates as the next server's own tenant", async () => {
+    const contextId = `ring-t-${crypto.randomUUID()}`;
+    const task = await send("a", "ring-t", "go around again", contextId, "key-a");
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(statusText(task)).toMatch(/LOOP_DETECTED.*came back to srv-a\/ring-t/s);
+    expect(chainReport(task)).toMatchObject({ refused: "LOOP_DETECTED" });
+    expect(await thread("a", contextId, "key-a")).toHaveLength(1);
+    expect(await thread("b", contextId, "key-b")).toHaveLength(1);
+    expect(await thread("c", contextId, "key-c")).toHaveLength(1);
+    // The second arrival at a, as tenant alice again, stored nothing.
+    expect(await thread("a", contextId, "key-s")).toEqual([]);
+  });
+
+  it("refuses the repeated hop itself with a typed error: gRPC FAILED_PRECONDITION, JSON-RPC -32055", async () => {
+    const first = await send("b", "ring", "start at b", `direct-${crypto.randomUUID()}`);
+    const trace = statusText(first);
+    expect(trace).toMatch(/came back to parley-\S+\/ring/);
+    // A caller that sends a chain already holding a's hop gets the refusal itself, before anything is stored.
+    const chain = {
+      id: "chain-by-hand",
+      hops: [{ server: "srv-a", agent: "quiet" }],
+      hopCount: 1,
+      maxHops: 8,
+      stepsLeft: 5,
+      deadline: new Date(Date.now() + 60_000).toISOString(),
+    };
+    const contextId = `by-hand-${crypto.randomUUID()}`;
+    const message = {
+      messageId: crypto.randomUUID(),
+      contextId,
+      role: "ROLE_USER",
+      parts: [{ text: "again" }],
+      metadata: { [extensionUris.chain]: chain },
+    };
+    const response = await fetch(jsonRpc("a", "quiet"), {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: "Bearer key-s" },
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendMessage", params: { message } }),
+    });
+    const body = (await response.json()) as { error: { code: number; message: string; data: { reason: string }[] } };
+    expect(body.error.code).toBe(-32055);
+    expect(body.error.message).toContain("chain chain-by-hand came back to srv-a/quiet");
+    expect(body.error.data[0]!.reason).toBe("LOOP_DETECTED");
+    const over = await tracked(client("a", "key-s", "quiet"))
+      .a2a.sendMessage({
+        message: {
+          messageId: crypto.randomUUID(),
+          contextId,
+          role: 1,
+          parts: [{ content: { case: "text", value: "again" } }],
+          metadata: { [extensionUris.chain]: { ...chain, hops: [], hopCount: 0, stepsLeft: 0 } },
+        },
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+    expect(over?.findDetails(ErrorInfoSchema)[0]?.reason).toBe("BUDGET_EXHAUSTED");
+    expect(await thread("a", contextId)).toEqual([]);
+  });
+
+  it("keeps the chain context through a JSON-RPC 0.3 hop and a gRPC hop in the middle of the ring", async () => {
+    const contextId = `mix-${crypto.randomUUID()}`;
+    const task = await send("a", "mix", "mixed bindings", contextId);
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    // Only a context that survived a -> b (0.3) and b -> c (gRPC) lets a recognise itself.
+    expect(statusText(task)).toMatch(/LOOP_DETECTED.*srv-a\/mix → parley-\S+\/mix → parley-\S+\/mix → srv-a\/mix/s);
+    for (const n of names) expect(await thread(n, contextId), n).toHaveLength(1);
+  });
+
+  it("stops a longer acyclic chain with HOP_LIMIT at its ninth hop", async () => {
+    const contextId = `hops-${crypto.randomUUID()}`;
+    const task = await send("a", "h1", "pass it down", contextId);
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(statusText(task)).toMatch(/HOP_LIMIT.*would take hop 9 at parley-\S+\/h9, above its limit of 8 hops/s);
+    expect(chainReport(task)).toMatchObject({ refused: "HOP_LIMIT" });
+    // h9 never ran.
+    expect((await thread("c", contextId)).filter((m) => m.text === "end of the line")).toEqual([]);
+  });
+
+  it("bounds nested conversations fanning out over three servers by the chain's budget", async () => {
+    const before = await Promise.all(names.map((n) => storedMessages(n)));
+    const events = [];
+    const started = Date.now();
+    for await (const { event } of tracked(client("a", "key-s")).sessions.converse({
+      requester: { endpoint: { case: "agent", value: "req" }, contextId: `fan-r-${crypto.randomUUID()}` },
+      target: { endpoint: { case: "agent", value: "tgt" }, contextId: `fan-t-${crypto.randomUUID()}` },
+      text: "start the fan-out",
+      maxTurns: 5,
+    })) {
+      if (event) events.push(event);
+    }
+    const elapsed = Date.now() - started;
+    const done = events[events.length - 1]!;
+    console.log(
+      events.map((e) => `${Phase[e.phase]} ${e.text.slice(0, 300)} ${StopReason[e.stopReason]} ${e.detail}`).join("\n"),
+    );
+    expect(done.phase).toBe(Phase.DONE);
+    expect(done.stopReason).toBe(StopReason.STEP_BUDGET);
+    expect(done.detail).toMatch(/chain chain-\S+ has no agent steps left/);
+    const after = await Promise.all(names.map((n) => storedMessages(n)));
+    const added = after.reduce((sum, s, i) => sum + s.messages - before[i]!.messages, 0);
+    const threads = after.reduce((sum, s, i) => sum + s.threads - before[i]!.threads, 0);
+    // 64 agent steps for the whole chain: each stores its message and reply, and each conversation
+    // adds its request, its outcome and at most one delivery to the requester's thread.
+    expect(added).toBeGreaterThan(20);
+    expect(added).toBeLessThanOrEqual(64 * 5);
+    console.log(`fan-out: ${added} messages in ${threads} threads on 3 servers, ${elapsed} ms`);
+  }, 90_000);
+});
+
+describe("silence on plain sends", () => {
+  it("never stores or returns a silent reply over gRPC, and says the agent stayed silent", async () => {
+    const contextId = `quiet-${crypto.randomUUID()}`;
+    const task = await send("a", "quiet", "hello", contextId);
+    expect(task.status?.state).toBe(TaskState.COMPLETED);
+    expect(task.artifacts).toEqual([]);
+    expect(task.metadata?.parley).toEqual({ silent: true });
+    expect(toJsonString(TaskSchema, task)).not.toContain("NO_REPLY");
+    expect(await thread("a", contextId)).toEqual([{ provenance: Provenance.USER, text: "hello" }]);
+    // The rule Converse uses: a last line that is a token silences the reply, the musing above it too.
+    const musing = await send("a", "musing", "should you answer?", `musing-${crypto.randomUUID()}`);
+    expect(musing.artifacts).toEqual([]);
+    expect(musing.metadata?.parley).toEqual({ silent: true });
+  });
+
+  it("never stores or returns a silent reply over JSON-RPC", async () => {
+    const contextId = `beat-${crypto.randomUUID()}`;
+    const response = await fetch(jsonRpc("b", "beat"), {
+      method: "POST",
+      headers: { "content-type": "application/json", "a2a-version": "1.0", authorization: "Bearer key-s" },
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "SendMessage",
+        params: {
+          message: { messageId: crypto.randomUUID(), contextId, role: "ROLE_USER", parts: [{ text: "ping" }] },
+        },
+      }),
+    });
+    const raw = await response.text();
+    expect(raw).not.toContain("HEARTBEAT_OK");
+    const body = JSON.parse(raw) as { result: { task: { status: { state: string }; metadata: unknown } } };
+    expect(body.result.task.status.state).toBe("TASK_STATE_COMPLETED");
+    expect(body.result.task.metadata).toMatchObject({ parley: { silent: true } });
+    expect(await thread("b", contextId)).toEqual([{ provenance: Provenance.USER, text: "ping" }]);
+  });
+
+  it("does not deliver a request that is a silence token, and stores nothing of it", async () => {
+    const contextId = `silent-request-${crypto.randomUUID()}`;
+    const refused = await send("a", "req", "NO_REPLY", contextId).then(
+      () => undefined,
+      (error: unknown) => ConnectError.from(error),
+    );
+    expect(refused?.rawMessage).toContain(
+      'the message is the silence token "NO_REPLY": there is nothing to deliver, so it was not sent to agent req',
+    );
+    expect(await thread("a", contextId)).toEqual([]);
+  });
+
+  it("prints nothing of a silent reply in the CLI", async () => {
+    const contextId = `cli-quiet-${crypto.randomUUID()}`;
+    const result = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
+      execFile(
+        process.execPath,
+        [cli, "--server", servers.c.grpcUrl, "--protocol", "grpc", "--token", "key-s"].concat([
+          "send",
+          "--to",
+          "quiet",
+          "--context",
+          contextId,
+          "hello there",
+        ]),
+        { env: { PATH: process.env.PATH, HOME: root } },
+        (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+      );
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toContain("NO_REPLY");
+    expect(result.stderr).not.toContain("NO_REPLY");
+    expect(await thread("c", contextId)).toEqual([{ provenance: Provenance.USER, text: "hello there" }]);
+  });
+});
+
+describe("failures are failures", () => {
+  it("names the HTTP status and body of a peer that answers 404", async () => {
+    const contextId = `p404-${crypto.randomUUID()}`;
+    const task = await send("a", "p404", "anyone?", contextId);
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(statusText(task)).toMatch(
+      /peer p404 \(http:\/\/127\.0\.0\.1:\d+\/no\/such\/path\) answered HTTP 404 Not Found/,
+    );
+    expect(statusText(task)).toContain("no route for /no/such/path");
+    expect(statusText(task)).not.toContain("undefined");
+    expect(await thread("a", contextId)).toEqual([{ provenance: Provenance.USER, text: "anyone?" }]);
+  });
+
+  it("names ECONNREFUSED host:port for a peer that is down", async () => {
+    const task = await send("b", "pdown", "hello?", `pdown-${crypto.randomUUID()}`);
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(statusText(task)).toContain(`ECONNREFUSED 127.0.0.1:${closedPort}`);
+  });
+
+  it("ends a failing agent's task FAILED without storing the failure as its reply, and relays the cause", async () => {
+    const contextId = `fail-${crypto.randomUUID()}`;
+    const direct = await send("b", "tgtfail", "try", contextId);
+    expect(direct.status?.state).toBe(TaskState.FAILED);
+    expect(statusText(direct)).toBe("agent tgtfail failed: boom");
+    expect(await thread("b", contextId)).toEqual([{ provenance: Provenance.USER, text: "try" }]);
+    // One hop further away, the cause still reaches the caller.
+    const relayed = await send("a", "relay-fail", "try through a", `relay-${crypto.randomUUID()}`);
+    expect(relayed.status?.state).toBe(TaskState.FAILED);
+    expect(statusText(relayed)).toContain("peer fail-next's task ended FAILED: agent tgtfail failed: boom");
+  });
+});
