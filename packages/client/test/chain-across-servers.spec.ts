@@ -322,19 +322,17 @@ describe("one chain context, enforced at every ingress (three server processes)"
     }
     const elapsed = Date.now() - started;
     const done = events[events.length - 1]!;
-    console.log(
-      events.map((e) => `${Phase[e.phase]} ${e.text.slice(0, 300)} ${StopReason[e.stopReason]} ${e.detail}`).join("\n"),
-    );
     expect(done.phase).toBe(Phase.DONE);
     expect(done.stopReason).toBe(StopReason.STEP_BUDGET);
     expect(done.detail).toMatch(/chain chain-\S+ has no agent steps left/);
     const after = await Promise.all(names.map((n) => storedMessages(n)));
     const added = after.reduce((sum, s, i) => sum + s.messages - before[i]!.messages, 0);
     const threads = after.reduce((sum, s, i) => sum + s.threads - before[i]!.threads, 0);
-    // 64 agent steps for the whole chain: each stores its message and reply, and each conversation
-    // adds its request, its outcome and at most one delivery to the requester's thread.
+    // 64 agent steps for the whole chain (the default): each stores at most its message and its reply, and
+    // each conversation adds its request and outcome to the requester's thread. Without the chain budget
+    // this fan-out is cut only by loop detection, after well over a hundred steps.
     expect(added).toBeGreaterThan(20);
-    expect(added).toBeLessThanOrEqual(64 * 5);
+    expect(added).toBeLessThanOrEqual(64 * 4);
     console.log(`fan-out: ${added} messages in ${threads} threads on 3 servers, ${elapsed} ms`);
   }, 90_000);
 });
