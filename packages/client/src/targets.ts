@@ -4,8 +4,10 @@ import type { ParleyClient, ParleyProtocol } from "./client.js";
 import type { ClientConfig, PeerProtocol } from "./config.js";
 import { UsageError } from "./errors.js";
 
-/** The prefix of server-generated contextIds, which makes a thread addressable as a target. */
+/** The prefix of server-generated contextIds: such a reference is always a thread. */
 export const threadPrefix = "ctx-";
+/** Names any live thread by its contextId, whatever it looks like (`thread:demo`). */
+export const threadRefPrefix = "thread:";
 export const peerPrefix = "a2a:";
 export const agentPrefix = "agent:";
 
@@ -30,6 +32,8 @@ export type ResolvedTarget =
     }
   /** One of the agents the Parley server hosts. */
   | { readonly kind: "agent"; readonly ref: string; readonly agent: string }
+  /** A peer configured on the Parley server, reached through it (its agent "a2a:<peer>"). */
+  | { readonly kind: "server-peer"; readonly ref: string; readonly peer: string }
   /** A live thread on the Parley server, continued with its contextId. */
   | { readonly kind: "thread"; readonly ref: string; readonly contextId: string };
 
@@ -110,6 +114,12 @@ export function parseTarget(ref: string, options: { protocol?: ParleyProtocol } 
     if (name.startsWith(threadPrefix)) return { kind: "thread", contextId: name };
     return { kind: "peer", name };
   }
+  if (target.startsWith(threadRefPrefix)) {
+    const contextId = target.slice(threadRefPrefix.length);
+    if (contextId === "")
+      throw new UsageError(`target ${JSON.stringify(target)} names no thread after "${threadRefPrefix}"`);
+    return { kind: "thread", contextId };
+  }
   if (target.startsWith(agentPrefix)) {
     const name = target.slice(agentPrefix.length);
     if (name === "") throw new UsageError(`target ${JSON.stringify(target)} names no agent after "${agentPrefix}"`);
@@ -134,20 +144,57 @@ export interface TargetListing {
   readonly problem?: string;
 }
 
-/** Configured peers, then the server's agents and the caller's live threads. */
+/** What the server offers (ListTargets): its agents, its peers (by name) and the caller's live threads. */
+interface ServerTargets {
+  readonly agents: { readonly name: string; readonly description: string }[];
+  readonly peers: { readonly name: string; readonly description: string; readonly url: string }[];
+  readonly threads: { readonly contextId: string; readonly description: string }[];
+  readonly problem?: string;
+}
+
+async function serverTargets(server: ParleyClient | undefined, threadLimit: number): Promise<ServerTargets> {
+  const none = { agents: [], peers: [], threads: [] };
+  if (!server) return { ...none, problem: "no Parley server is configured" };
+  try {
+    const response = await server.targets.listTargets({ threadLimit });
+    const of = (kind: TargetKind) => response.targets.filter((t) => t.kind === kind);
+    return {
+      agents: of(TargetKind.AGENT).map((t) => ({ name: t.ref, description: t.description })),
+      peers: of(TargetKind.PEER).map((t) => ({
+        name: t.ref.startsWith(peerPrefix) ? t.ref.slice(peerPrefix.length) : t.ref,
+        description: t.description,
+        url: t.url,
+      })),
+      threads: of(TargetKind.THREAD).map((t) => ({ contextId: t.ref, description: t.description })),
+    };
+  } catch (error) {
+    return { ...none, problem: `${server.baseUrl}: ${ConnectError.from(error).message}` };
+  }
+}
+
+/**
+ * Configured peers, then the server's agents, the server's peers and the
+ * caller's live threads. A server peer whose name a client-config peer also
+ * has is listed as shadowed: `a2a:NAME` means the client's.
+ */
 export async function listTargets(config: ClientConfig, server: ParleyClient | undefined): Promise<TargetListing> {
   const targets = configuredPeers(config);
   if (!server) return { targets };
-  try {
-    const response = await server.targets.listTargets({ threadLimit: 100 });
-    for (const t of response.targets) {
-      if (t.kind === TargetKind.AGENT) targets.push({ ref: t.ref, kind: "agent", description: t.description });
-      if (t.kind === TargetKind.THREAD) targets.push({ ref: t.ref, kind: "thread", description: t.description });
-    }
-    return { targets };
-  } catch (error) {
-    return { targets, problem: `${server.baseUrl}: ${ConnectError.from(error).message}` };
+  const offered = await serverTargets(server, 100);
+  for (const a of offered.agents) targets.push({ ref: a.name, kind: "agent", description: a.description });
+  for (const p of offered.peers) {
+    const shadowed = config.peers[p.name] !== undefined;
+    targets.push({
+      ref: `${peerPrefix}${p.name}`,
+      kind: "peer",
+      description: `on the server: ${p.url} ${p.description}${shadowed ? " (shadowed by the client config's peer of that name)" : ""}`,
+    });
   }
+  for (const t of offered.threads) {
+    const ref = t.contextId.startsWith(threadPrefix) ? t.contextId : `${threadRefPrefix}${t.contextId}`;
+    targets.push({ ref, kind: "thread", description: t.description });
+  }
+  return offered.problem ? { targets, problem: offered.problem } : { targets };
 }
 
 async function threadExists(server: ParleyClient, contextId: string): Promise<boolean> {
@@ -165,10 +212,13 @@ async function threadExists(server: ParleyClient, contextId: string): Promise<bo
 }
 
 /**
- * Resolves a reference by trying each rule in turn: URL, a2a:PEER, agent:NAME,
- * ctx- thread of this tenant, then a bare name as a configured peer or a
- * hosted agent. Nothing matching, or a bare name matching both a peer and an
- * agent, fails with every rule tried and the known targets.
+ * Resolves a reference by trying each rule in turn: URL, a2a:PEER (the
+ * client config's peer, else the server's), agent:NAME, ctx-ID or thread:ID
+ * (a live thread of this tenant), then a bare name as a client-config peer, a
+ * hosted agent, a server peer or the contextId of a live thread. Nothing
+ * matching, or a bare name matching more than one, fails with every rule
+ * tried and the known targets; an ambiguous name is made exact with a2a:,
+ * agent: or thread:.
  */
 export async function resolveTarget(
   ref: string,
@@ -185,54 +235,66 @@ export async function resolveTarget(
     const peer = config.peers[name]!;
     return { kind: "endpoint", ref, peer: name, url: peer.url, protocol: peer.protocol, token: peer.token };
   };
-  const agentsOf = async (): Promise<{ names: string[]; problem?: string }> => {
-    if (!server) return { names: [], problem: "no Parley server is configured" };
-    try {
-      const response = await server.targets.listTargets({ threadLimit: 1 });
-      return { names: response.targets.filter((t) => t.kind === TargetKind.AGENT).map((t) => t.ref) };
-    } catch (error) {
-      return { names: [], problem: `${server.baseUrl}: ${ConnectError.from(error).message}` };
-    }
-  };
+  const where = server?.baseUrl ?? "no server";
 
   switch (parsed.kind) {
     case "url":
       return { kind: "endpoint", ref, peer: undefined, url: parsed.url, protocol: parsed.protocol, token: undefined };
-    case "peer":
+    case "peer": {
       if (config.peers[parsed.name]) return endpointOf(parsed.name);
-      return fail([`a2a:NAME: no peer named ${JSON.stringify(parsed.name)} in the client config (${peerFile})`]);
-    case "agent": {
-      const agents = await agentsOf();
-      if (agents.names.includes(parsed.name)) return { kind: "agent", ref, agent: parsed.name };
+      const offered = await serverTargets(server, 1);
+      if (offered.peers.some((p) => p.name === parsed.name)) return { kind: "server-peer", ref, peer: parsed.name };
       return fail([
-        `agent:NAME: ${agents.problem ?? `the server hosts no agent named ${JSON.stringify(parsed.name)}`}`,
+        `a2a:NAME: no peer named ${JSON.stringify(parsed.name)} in the client config (${peerFile})`,
+        `a2a:NAME: ${offered.problem ?? `no peer named ${JSON.stringify(parsed.name)} on the server ${where}`}`,
+      ]);
+    }
+    case "agent": {
+      const offered = await serverTargets(server, 1);
+      if (offered.agents.some((a) => a.name === parsed.name)) return { kind: "agent", ref, agent: parsed.name };
+      return fail([
+        `agent:NAME: ${offered.problem ?? `the server hosts no agent named ${JSON.stringify(parsed.name)}`}`,
       ]);
     }
     case "thread": {
-      if (!server) return fail([`ctx-ID: no Parley server is configured to hold thread ${parsed.contextId}`]);
+      if (!server) return fail([`thread: no Parley server is configured to hold thread ${parsed.contextId}`]);
       if (await threadExists(server, parsed.contextId)) return { kind: "thread", ref, contextId: parsed.contextId };
-      return fail([`ctx-ID: no live thread ${parsed.contextId} for this tenant on ${server.baseUrl}`]);
+      return fail([`thread: no live thread ${parsed.contextId} for this tenant on ${where}`]);
     }
     case "name": {
-      const isPeer = config.peers[parsed.name] !== undefined;
-      const agents = await agentsOf();
-      const isAgent = agents.names.includes(parsed.name);
-      if (isPeer && isAgent) {
+      const name = parsed.name;
+      const offered = await serverTargets(server, 1);
+      const matches: { readonly rule: string; readonly target: ResolvedTarget }[] = [];
+      if (config.peers[name]) {
+        matches.push({ rule: `a peer in ${peerFile}; say a2a:${name}`, target: endpointOf(name) });
+      }
+      if (offered.agents.some((a) => a.name === name)) {
+        matches.push({ rule: `an agent on ${where}; say agent:${name}`, target: { kind: "agent", ref, agent: name } });
+      } else if (offered.peers.some((p) => p.name === name)) {
+        matches.push({
+          rule: `a peer of the server ${where}; say a2a:${name}${config.peers[name] ? " (only when the client config has none)" : ""}`,
+          target: { kind: "server-peer", ref, peer: name },
+        });
+      }
+      if (server && !offered.problem && (await threadExists(server, name))) {
+        matches.push({
+          rule: `a live thread on ${where}; say thread:${name}`,
+          target: { kind: "thread", ref, contextId: name },
+        });
+      }
+      if (matches.length === 1) return matches[0]!.target;
+      if (matches.length > 1) {
         return fail(
-          [
-            `configured peer: ${JSON.stringify(parsed.name)} is a peer in ${peerFile}; say a2a:${parsed.name}`,
-            `hosted agent: ${JSON.stringify(parsed.name)} is an agent on ${server!.baseUrl}; say agent:${parsed.name}`,
-          ],
+          matches.map((m) => `${JSON.stringify(name)} is ${m.rule}`),
           true,
         );
       }
-      if (isPeer) return endpointOf(parsed.name);
-      if (isAgent) return { kind: "agent", ref, agent: parsed.name };
       return fail([
         "URL: not an http://, https:// or grpc:// URL",
-        `thread: does not start with "${threadPrefix}"`,
-        `configured peer: no peer named ${JSON.stringify(parsed.name)} in the client config (${peerFile})`,
-        `hosted agent: ${agents.problem ?? `the server hosts no agent named ${JSON.stringify(parsed.name)}`}`,
+        `configured peer: no peer named ${JSON.stringify(name)} in the client config (${peerFile})`,
+        `hosted agent: ${offered.problem ?? `the server hosts no agent named ${JSON.stringify(name)}`}`,
+        `server peer: ${offered.problem ?? `the server has no peer named ${JSON.stringify(name)}`}`,
+        `thread: no live thread ${JSON.stringify(name)} for this tenant${server ? ` on ${where}` : ""}`,
       ]);
     }
   }

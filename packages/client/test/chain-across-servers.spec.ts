@@ -1,8 +1,6 @@
-import { execFile } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { toJsonString } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import {
@@ -19,6 +17,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createParleyClient, type ParleyClient } from "../src/index.js";
 import { freePort, type SpawnedBridge, spawnBridge } from "./fixtures/spawn-bridge.js";
+import { runCli } from "./harness.js";
 
 /**
  * Three Parley servers, each its own process with its own data dir (the
@@ -31,7 +30,6 @@ type Name = (typeof names)[number];
 const next: Record<Name, Name> = { a: "b", b: "c", c: "a" };
 const tenantKey: Record<Name, string> = { a: "key-a", b: "key-b", c: "key-c" };
 const apiKeys = { "key-s": "shared", "key-a": "alice", "key-b": "bob", "key-c": "carol" };
-const cli = resolve(dirname(fileURLToPath(import.meta.url)), "../dist/cli.js");
 
 const jsonRpcPort = {} as Record<Name, number>;
 const grpcPort = {} as Record<Name, number>;
@@ -70,6 +68,13 @@ function configOf(self: Name) {
     { name: "p404", url: `http://127.0.0.1:${jsonRpcPort[to]}/no/such/path`, protocol: "jsonrpc", token: "key-s" },
     { name: "pdown", url: `http://127.0.0.1:${closedPort}/`, protocol: "jsonrpc", token: "key-s" },
     { name: "fail-next", url: jsonRpc(to, "tgtfail"), protocol: "jsonrpc", token: "key-s" },
+    {
+      name: "req-next",
+      url: jsonRpc(to, "req"),
+      protocol: "jsonrpc",
+      token: "key-s",
+      description: "the next server's req",
+    },
     // Hops 1-3 as tenant shared, 4-6 as alice, 7-9 as bob: the chain comes back to each server under another
     // tenant, so no hop finds its own context busy (one tenant would end at h4 with CONTEXT_BUSY, rightly).
     ...chainAgents.slice(0, -1).map((_, i) => ({
@@ -80,6 +85,11 @@ function configOf(self: Name) {
     })),
   ];
   const agents = [
+    // The default agent: plain sends to a thread without naming an agent land here.
+    script(
+      "req",
+      Array.from({ length: 8 }, (_, i) => `question ${i}`),
+    ),
     forward("ring", "ring-next"),
     forward("ring-t", "ring-t-next"),
     forward("mix", "mix-next"),
@@ -99,10 +109,6 @@ function configOf(self: Name) {
         reply: `answer ${i}`,
       })),
     ),
-    script(
-      "req",
-      Array.from({ length: 8 }, (_, i) => `question ${i}`),
-    ),
     ...chainAgents
       .filter((h) => h.on === self)
       .map((h) =>
@@ -110,6 +116,13 @@ function configOf(self: Name) {
       ),
   ];
   return { apiKeys, peers, agents, serverId: self === "a" ? "srv-a" : "" };
+}
+
+/** The built CLI against one server over gRPC, with no client config. */
+function parley(on: Name, args: string[]) {
+  return runCli(["--server", servers[on].grpcUrl, "--protocol", "grpc", "--token", "key-s", ...args], {
+    env: { PATH: process.env.PATH, HOME: root },
+  });
 }
 
 function client(on: Name, token: string, agent?: string): ParleyClient {
@@ -388,21 +401,7 @@ describe("silence on plain sends", () => {
 
   it("prints nothing of a silent reply in the CLI", async () => {
     const contextId = `cli-quiet-${crypto.randomUUID()}`;
-    const result = await new Promise<{ code: number; stdout: string; stderr: string }>((done) => {
-      execFile(
-        process.execPath,
-        [cli, "--server", servers.c.grpcUrl, "--protocol", "grpc", "--token", "key-s"].concat([
-          "send",
-          "--to",
-          "quiet",
-          "--context",
-          contextId,
-          "hello there",
-        ]),
-        { env: { PATH: process.env.PATH, HOME: root } },
-        (error, stdout, stderr) => done({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-      );
-    });
+    const result = await parley("c", ["send", "--to", "quiet", "--context", contextId, "hello there"]);
     expect(result.code).toBe(0);
     expect(result.stdout).not.toContain("NO_REPLY");
     expect(result.stderr).not.toContain("NO_REPLY");
@@ -439,5 +438,43 @@ describe("failures are failures", () => {
     const relayed = await send("a", "relay-fail", "try through a", `relay-${crypto.randomUUID()}`);
     expect(relayed.status?.state).toBe(TaskState.FAILED);
     expect(statusText(relayed)).toContain("peer fail-next's task ended FAILED: agent tgtfail failed: boom");
+  });
+});
+
+describe("targets, whoever configured them", () => {
+  it("lists and sends to the server's peers and to any live thread of the tenant, ctx- or not", async () => {
+    const demo = await send("a", "req", "my name is Ada", "demo");
+    expect(demo.status?.state).toBe(TaskState.COMPLETED);
+    const listed = await parley("a", ["send", "--list"]);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(
+      /a2a:req-next\s+peer\s+on the server: http:\/\/127\.0\.0\.1:\d+\/agents\/req\/ the next server's req/,
+    );
+    expect(listed.stdout).toMatch(/thread:demo\s+thread\s+2 messages/);
+    // The server forwards to its own peer, with the token only it holds.
+    const viaPeer = await parley("a", ["send", "--to", "req-next", "hello over there"]);
+    expect(viaPeer.code).toBe(0);
+    expect(viaPeer.stdout).toContain("question 0");
+    expect((await parley("a", ["send", "--to", "a2a:req-next", "and again"])).code).toBe(0);
+    // The README's `demo` thread, by its bare id and as thread:demo.
+    expect((await parley("a", ["send", "--to", "demo", "what is my name?"])).code).toBe(0);
+    expect((await parley("a", ["send", "--to", "thread:demo", "and now?"])).code).toBe(0);
+    expect((await thread("a", "demo")).map((m) => m.text)).toEqual([
+      "my name is Ada",
+      "question 0",
+      "what is my name?",
+      "question 1",
+      "and now?",
+      "question 2",
+    ]);
+  });
+
+  it("refuses a bare name that is both a server peer and a thread, and says how to pick one", async () => {
+    await send("a", "req", "a thread named like a peer", "req-next");
+    const result = await parley("a", ["send", "--to", "req-next", "which one?"]);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('target "req-next" is ambiguous');
+    expect(result.stderr).toContain("say a2a:req-next");
+    expect(result.stderr).toContain("say thread:req-next");
   });
 });

@@ -102,7 +102,7 @@ export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader
 export { createReflectionServices, type ReflectionServices } from "./reflection/reflection-service.js";
 export { endsRun, LeaseCoordinator, type LeaseCoordinatorOptions } from "./replicas/lease-coordinator.js";
 export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";
-export { threadTargetPrefix } from "./services/target-service.js";
+export { peerAgentName, threadTargetPrefix } from "./services/target-service.js";
 export { type ConversationPlan, ConversationRunner } from "./sessions/conversation-runner.js";
 export { decodeHops, encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "./sessions/session-ref.js";
 export { type SessionStep, sessionStepOf, stepInstructions } from "./sessions/session-step.js";

@@ -19,6 +19,7 @@ import {
 } from "@parley/proto";
 import { createStore, type PostgresBackend, type StoreBackend, type ThreadStore } from "@parley/store";
 import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
+import { createA2APeerAgent } from "./agents/a2a-peer-agent.js";
 import type { Agent } from "./agents/agent.js";
 import { createAgents } from "./agents/create-agents.js";
 import { guardSilence } from "./agents/silence-guard.js";
@@ -48,7 +49,7 @@ import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js"
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createAccessServiceImpl } from "./services/access-service.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
-import { createTargetServiceImpl } from "./services/target-service.js";
+import { createTargetServiceImpl, peerAgentName } from "./services/target-service.js";
 import { createThreadServiceImpl } from "./services/thread-service.js";
 
 export interface Parley {
@@ -124,8 +125,15 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   // Session steps reach agents through this guard so silence tokens and repeats are never stored;
   // every other turn through the silence guard, so a silent reply is never delivered or stored either.
   const tokens = config.sessions.silenceTokens;
+  // Every configured peer is also addressable as agent "a2a:<peer>", so the targets ListTargets names can be used.
+  const peerAgents = config.peers.map((peer) =>
+    createA2APeerAgent({ name: peerAgentName(peer.name), peer, self: `parley@${config.host}:${config.port}` }),
+  );
   const agentsByName = new Map(
-    agents.map((a) => [a.name, guardSilence(guardSessionSteps(instrumentAgent(a, metrics), tokens), tokens)]),
+    [...agents, ...peerAgents].map((a) => [
+      a.name,
+      guardSilence(guardSessionSteps(instrumentAgent(a, metrics), tokens), tokens),
+    ]),
   );
   const chains = createChainGuard({
     serverId,
@@ -170,7 +178,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   };
 
   const observing = createObservingInterceptor(observability, tenantIn);
-  const interceptors = [observing, createCallerInterceptor(config, names)];
+  const interceptors = [observing, createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)])];
   const health = createHealthMonitor({ probe: readinessProbe(rawStore, backend) });
   // One instance for every router (listener and in-process), so they share the conversations.
   const sessionService = createSessionServiceImpl({

@@ -4,7 +4,7 @@ import type { Command } from "commander";
 import { type ConversationBackend, createConversation, taskStateName } from "../conversation.js";
 import { ExitCode, UsageError } from "../errors.js";
 import { createJsonRpcA2AClient } from "../json-rpc-client.js";
-import { formatKnownTargets, listTargets, type ResolvedTarget, resolveTarget } from "../targets.js";
+import { formatKnownTargets, listTargets, peerPrefix, type ResolvedTarget, resolveTarget } from "../targets.js";
 import type { CommandContext, RunCommand } from "./command-context.js";
 import { exitCodeHelp, jsonLine } from "./output.js";
 
@@ -43,6 +43,9 @@ function backendFor(context: CommandContext, target: ResolvedTarget | undefined)
       return context.client({ agent: target.agent });
     case "thread":
       return context.client();
+    case "server-peer":
+      // The server forwards to its own peer, with the credentials only it holds.
+      return context.client({ agent: `${peerPrefix}${target.peer}` });
     case "endpoint":
       if (target.protocol === "jsonrpc")
         return { a2a: createJsonRpcA2AClient({ url: target.url, token: target.token }) };
@@ -133,11 +136,11 @@ export function registerSendCommand(program: Command, run: RunCommand): Command 
     .argument("[text]", 'the message; "-" reads it from stdin')
     .option(
       "--to <target>",
-      "peer name, a2a:PEER, agent:NAME, ctx-THREAD, http(s)://URL (JSON-RPC) or grpc://HOST:PORT; default: the server's default agent",
+      "a name, a2a:PEER (client config first, then the server's peers), agent:NAME, ctx-ID or thread:ID (any live thread), http(s)://URL (JSON-RPC) or grpc://HOST:PORT; a bare name that matches more than one is refused; default: the server's default agent",
     )
     .option("--context <id>", "continue (or start) the thread with this contextId")
     .option("--json", "print JSON lines (delta, status, done) instead of text")
-    .option("--list", "list the known targets: configured peers, hosted agents, live threads")
+    .option("--list", "list the known targets: configured peers, the server's agents and peers, live threads")
     .addHelpText("after", exitCodeHelp)
     .exitOverride()
     .action((text: string | undefined, options: SendOptions) => run((context) => runSend(context, text, options)));

@@ -7,8 +7,13 @@ import type { PeerConfig } from "../config.js";
 import { fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 
-/** The prefix of server-generated contextIds, which makes a thread addressable as a target. */
+/** The prefix of server-generated contextIds (any live thread is a target, whatever its id). */
 export const threadTargetPrefix = "ctx-";
+
+/** The agent name under which a configured peer is addressable (`parley-agent: a2a:<peer>`). */
+export function peerAgentName(peer: string): string {
+  return `a2a:${peer}`;
+}
 
 export function createTargetServiceImpl(deps: {
   store: ThreadStore;
@@ -25,18 +30,16 @@ export function createTargetServiceImpl(deps: {
           ...deps.agents.map((a) => ({ kind: TargetKind.AGENT, ref: a.name, description: a.description })),
           ...deps.peers.map((p) => ({
             kind: TargetKind.PEER,
-            ref: `a2a:${p.name}`,
+            ref: peerAgentName(p.name),
             description: p.description ?? `A2A peer over ${p.protocol}`,
             url: p.url,
           })),
-          ...page.threads
-            .filter((t) => t.contextId.startsWith(threadTargetPrefix))
-            .map((t) => ({
-              kind: TargetKind.THREAD,
-              ref: t.contextId,
-              description: `${t.messageCount} messages`,
-              updateTime: timestampFromMs(t.updatedAt),
-            })),
+          ...page.threads.map((t) => ({
+            kind: TargetKind.THREAD,
+            ref: t.contextId,
+            description: `${t.messageCount} messages`,
+            updateTime: timestampFromMs(t.updatedAt),
+          })),
         ],
       };
     },
