@@ -6,6 +6,7 @@ import {
   Http2SessionManager,
 } from "@connectrpc/connect-node";
 import { A2AService, SessionService, TargetService, ThreadService, headers as wire } from "@parley/proto";
+import { type ChainSource, createChainInterceptor } from "./chain-interceptor.js";
 
 /** The wire protocols a Parley server speaks on its h2c port. */
 export type ParleyProtocol = "connect" | "grpc" | "grpc-web";
@@ -31,6 +32,11 @@ export interface ParleyClientOptions {
   readonly interceptors?: readonly Interceptor[];
   /** Bounds every call, streams included; unset leaves calls unbounded. */
   readonly defaultTimeoutMs?: number;
+  /**
+   * Inside an agent: the turn's chain (`turn.chain`), so what this client sends
+   * stays part of that chain, its loop guard and its budget.
+   */
+  readonly chain?: ChainSource;
 }
 
 export interface ParleyClient {
@@ -78,7 +84,11 @@ export function createParleyClient(options: ParleyClientOptions): ParleyClient {
   const headers: Record<string, string> = { [wire.a2aVersion]: a2aVersion, ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   if (options.agent) headers[wire.agent] = options.agent;
-  const interceptors = [createHeaderInterceptor(headers), ...(options.interceptors ?? [])];
+  const interceptors = [
+    createHeaderInterceptor(headers),
+    ...(options.chain ? [createChainInterceptor(options.chain)] : []),
+    ...(options.interceptors ?? []),
+  ];
   const httpVersion = options.httpVersion ?? "2";
   // An owned session manager is what lets close() end the HTTP/2 session right away
   // instead of waiting for connect-node's 15-minute idle timeout.

@@ -1,3 +1,4 @@
+export { type ChainHandOut, type ChainSource, createChainInterceptor } from "./chain-interceptor.js";
 export {
   a2aVersion,
   createParleyClient,

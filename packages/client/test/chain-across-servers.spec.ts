@@ -14,6 +14,7 @@ import {
   TaskSchema,
   TaskState,
 } from "@parley/proto";
+import { ChainLedger } from "@parley/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createParleyClient, type ParleyClient } from "../src/index.js";
 import { freePort, type SpawnedBridge, spawnBridge } from "./fixtures/spawn-bridge.js";
@@ -476,5 +477,60 @@ describe("targets, whoever configured them", () => {
     expect(result.stderr).toContain('target "req-next" is ambiguous');
     expect(result.stderr).toContain("say a2a:req-next");
     expect(result.stderr).toContain("say thread:req-next");
+  });
+});
+
+describe("the client library inside an agent", () => {
+  it("carries the turn's chain: its loop guard on sends, its budget on sends and conversations", async () => {
+    const deadline = Date.now() + 60_000;
+    const inRing = new ChainLedger({
+      id: "chain-lib",
+      hops: [{ server: "srv-a", agent: "ring" }],
+      maxHops: 8,
+      stepsLeft: 10,
+      deadline,
+    });
+    const ring = tracked(
+      createParleyClient({
+        baseUrl: servers.a.grpcUrl,
+        protocol: "grpc",
+        token: "key-s",
+        agent: "ring",
+        chain: inRing,
+      }),
+    );
+    const refused = await ring.a2a
+      .sendMessage({
+        message: {
+          messageId: crypto.randomUUID(),
+          role: 1,
+          parts: [{ content: { case: "text", value: "back to a" } }],
+        },
+      })
+      .then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+    expect(refused?.findDetails(ErrorInfoSchema)[0]?.reason).toBe("LOOP_DETECTED");
+    expect(refused?.rawMessage).toContain("chain chain-lib came back to srv-a/ring");
+
+    const fresh = new ChainLedger({ id: "chain-lib-2", hops: [], maxHops: 8, stepsLeft: 40, deadline });
+    const lib = tracked(
+      createParleyClient({ baseUrl: servers.b.grpcUrl, protocol: "grpc", token: "key-s", agent: "req", chain: fresh }),
+    );
+    await lib.a2a.sendMessage({
+      message: { messageId: crypto.randomUUID(), role: 1, parts: [{ content: { case: "text", value: "one step" } }] },
+    });
+    expect(fresh.stepsLeft).toBe(39);
+    for await (const _ of lib.sessions.converse({
+      requester: { endpoint: { case: "agent", value: "req" }, contextId: `lib-r-${crypto.randomUUID()}` },
+      target: { endpoint: { case: "agent", value: "req" }, contextId: `lib-t-${crypto.randomUUID()}` },
+      text: "a short talk",
+      maxTurns: 1,
+    })) {
+      // Drained: the trailer with the chain's report comes at the end.
+    }
+    // Round one, one ping-pong turn and the announce step: three agent steps of the same chain.
+    expect(fresh.stepsLeft).toBe(36);
   });
 });

@@ -11,6 +11,10 @@ export { createEchoAgent, type EchoAgentOptions } from "./agents/echo-agent.js";
 export { createOpenAIAgent, type OpenAIAgentOptions } from "./agents/openai-agent.js";
 export { createScriptAgent, parseScript, type ScriptConverse, type ScriptEntry } from "./agents/script-agent.js";
 export { guardSessionSteps, stepOutcomeArtifactId } from "./agents/step-guard.js";
+export { type ChainHand, ChainLedger } from "./chain/chain-budget.js";
+export { type ChainContext, type ChainHop, type ChainLimits, decodeChain, encodeChain } from "./chain/chain-context.js";
+export { type ChainGuard, createChainGuard } from "./chain/chain-guard.js";
+export { ChainRefusedError, chainRefusalReasons } from "./chain/chain-refusal.js";
 export {
   type AgentConfig,
   agentShortcuts,

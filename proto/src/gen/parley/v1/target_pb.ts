@@ -30,7 +30,7 @@ export type Target = Message<"parley.v1.Target"> & {
   kind: TargetKind;
 
   /**
-   * The reference to use: an agent name, "a2a:" plus a peer name, or a ctx- contextId.
+   * The reference to use: an agent name, "a2a:" plus a peer name (send to agent "a2a:NAME"), or a contextId.
    *
    * @generated from field: string ref = 2;
    */
@@ -135,7 +135,7 @@ export enum TargetKind {
   PEER = 2,
 
   /**
-   * A live thread of the caller's tenant (a ctx- contextId).
+   * A live thread of the caller's tenant (any contextId).
    *
    * @generated from enum value: TARGET_KIND_THREAD = 3;
    */
