@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
 import {
@@ -14,20 +13,10 @@ import {
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
+import { freePort } from "./fixtures/free-port.js";
 import { startTestServer, type TestServer } from "./harness.js";
 
 const tokens = ["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"];
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 function script(name: string, replies: unknown[]) {
   return { name, type: "script" as const, options: { replies } };
