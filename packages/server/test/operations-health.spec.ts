@@ -65,6 +65,7 @@ describe("health and reflection on the gRPC port", () => {
       "grpc.reflection.v1.ServerReflection",
       "grpc.reflection.v1alpha.ServerReflection",
       "lf.a2a.v1.A2AService",
+      "parley.v1.AccessService",
       "parley.v1.SessionService",
       "parley.v1.TargetService",
       "parley.v1.ThreadService",

@@ -4,8 +4,8 @@ import { Phase, SessionService, StopReason, headers as wireHeaders } from "@parl
 import { chainReportFromTrailer } from "../chain/chain-budget.js";
 import { ChainRefusedError, isChainRefusalReason } from "../chain/chain-refusal.js";
 import type { PeerConfig } from "../config.js";
-import { injectTraceHeaders } from "../observability/tracing.js";
 import { errorReasonOf } from "../errors.js";
+import { injectTraceHeaders } from "../observability/tracing.js";
 import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "../sessions/session-ref.js";
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 
