@@ -31,6 +31,21 @@ export const headers = {
   requestId: "parley-request-id",
 } as const;
 
+/**
+ * The request headers Parley's interceptors and handlers read: what a browser client may send (CORS) and
+ * what the bridge passes on to the Connect services. Trace context is added where it is propagated.
+ */
+export const parleyRequestHeaders: readonly string[] = [
+  "authorization",
+  headers.a2aVersion,
+  headers.a2aExtensions,
+  headers.agent,
+  headers.hops,
+  headers.chain,
+  headers.resumeAfter,
+  headers.requestId,
+];
+
 /** A2A extension URIs that Parley declares in its agent cards. */
 export const extensionUris = {
   /** Every task event carries a sequence number; a stream can be resumed after any of them. */

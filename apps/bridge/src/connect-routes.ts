@@ -5,6 +5,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   A2AService,
   AccessService,
+  parleyRequestHeaders,
   SessionService,
   TargetService,
   ThreadService,
@@ -21,16 +22,8 @@ export const connectServices: readonly DescService[] = [
   AccessService,
 ];
 
-/** Request headers Parley's interceptors and handlers read; nothing else is passed on. */
-const forwardedRequestHeaders = [
-  "authorization",
-  wireHeaders.a2aVersion,
-  wireHeaders.a2aExtensions,
-  wireHeaders.agent,
-  wireHeaders.hops,
-  wireHeaders.resumeAfter,
-  wireHeaders.requestId,
-];
+/** Request headers Parley's interceptors and handlers read (and the trace context); nothing else is passed on. */
+const forwardedRequestHeaders = [...parleyRequestHeaders, "traceparent", "tracestate"];
 /** Response headers a client of these services reads. */
 const forwardedResponseHeaders = [wireHeaders.streamStart, wireHeaders.requestId];
 

@@ -1,228 +1,27 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { toJsonString } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
-import {
-  ErrorInfoSchema,
-  extensionUris,
-  HistoryOrder,
-  Phase,
-  Provenance,
-  StopReason,
-  type Task,
-  TaskSchema,
-  TaskState,
-} from "@parley/proto";
+import { ErrorInfoSchema, extensionUris, Phase, Provenance, StopReason, TaskSchema, TaskState } from "@parley/proto";
 import { ChainLedger } from "@parley/server";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createParleyClient, type ParleyClient } from "../src/index.js";
-import { freePort, type SpawnedBridge, spawnBridge } from "./fixtures/spawn-bridge.js";
-import { runCli } from "./harness.js";
+import { describe, expect, it } from "vitest";
+import { createParleyClient } from "../src/index.js";
+import {
+  chainReport,
+  client,
+  closedPort,
+  jsonRpc,
+  names,
+  parley,
+  send,
+  servers,
+  startChainServers,
+  statusText,
+  storedMessages,
+  thread,
+  tracked,
+} from "./fixtures/chain-servers.js";
 
-/**
- * Three Parley servers, each its own process with its own data dir (the
- * bridge binary in embedded mode: JSON-RPC plus gRPC), that name each other
- * as peers. Every scenario of issue 17 runs on these three processes, so the
- * test starts exactly three servers whatever it covers.
- */
-const names = ["a", "b", "c"] as const;
-type Name = (typeof names)[number];
-const next: Record<Name, Name> = { a: "b", b: "c", c: "a" };
-const tenantKey: Record<Name, string> = { a: "key-a", b: "key-b", c: "key-c" };
-const apiKeys = { "key-s": "shared", "key-a": "alice", "key-b": "bob", "key-c": "carol" };
-
-const jsonRpcPort = {} as Record<Name, number>;
-const grpcPort = {} as Record<Name, number>;
-const servers = {} as Record<Name, SpawnedBridge>;
-let closedPort: number;
-let root: string;
-
-function jsonRpc(on: Name, agent: string): string {
-  return `http://127.0.0.1:${jsonRpcPort[on]}/agents/${agent}/`;
-}
-
-function script(name: string, replies: unknown[]) {
-  return { name, type: "script", options: { replies } };
-}
-
-function forward(name: string, peer: string) {
-  return { name, type: "a2a", options: { peer } };
-}
-
-/** h1..h9, spread over the three servers in turn: an acyclic chain of nine hops, one more than the limit. */
-const chainAgents = Array.from({ length: 9 }, (_, i) => ({ name: `h${i + 1}`, on: names[i % 3]! }));
-
-function configOf(self: Name) {
-  const to = next[self];
-  const peers = [
-    { name: "ring-next", url: jsonRpc(to, "ring"), protocol: "jsonrpc", token: "key-s" },
-    // Each hop of this ring authenticates as the next server's own tenant.
-    { name: "ring-t-next", url: jsonRpc(to, "ring-t"), protocol: "jsonrpc", token: tenantKey[to] },
-    // The mixed ring: a -> b over JSON-RPC 0.3, b -> c over gRPC, c -> a over JSON-RPC 1.0.
-    self === "a"
-      ? { name: "mix-next", url: jsonRpc("b", "mix"), protocol: "jsonrpc", a2aVersion: "0.3", token: "key-s" }
-      : self === "b"
-        ? { name: "mix-next", url: `http://127.0.0.1:${grpcPort.c}`, protocol: "grpc", agent: "mix", token: "key-s" }
-        : { name: "mix-next", url: jsonRpc("a", "mix"), protocol: "jsonrpc", token: "key-s" },
-    { name: "conv-next", url: `http://127.0.0.1:${grpcPort[to]}`, protocol: "grpc", token: "key-s" },
-    { name: "p404", url: `http://127.0.0.1:${jsonRpcPort[to]}/no/such/path`, protocol: "jsonrpc", token: "key-s" },
-    { name: "pdown", url: `http://127.0.0.1:${closedPort}/`, protocol: "jsonrpc", token: "key-s" },
-    { name: "fail-next", url: jsonRpc(to, "tgtfail"), protocol: "jsonrpc", token: "key-s" },
-    {
-      name: "req-next",
-      url: jsonRpc(to, "req"),
-      protocol: "jsonrpc",
-      token: "key-s",
-      description: "the next server's req",
-    },
-    // Hops 1-3 as tenant shared, 4-6 as alice, 7-9 as bob: the chain comes back to each server under another
-    // tenant, so no hop finds its own context busy (one tenant would end at h4 with CONTEXT_BUSY, rightly).
-    ...chainAgents.slice(0, -1).map((_, i) => ({
-      name: `to-h${i + 2}`,
-      url: jsonRpc(chainAgents[i + 1]!.on, `h${i + 2}`),
-      protocol: "jsonrpc",
-      token: ["key-s", "key-a", "key-b"][Math.floor((i + 1) / 3)]!,
-    })),
-  ];
-  const agents = [
-    // The default agent: plain sends to a thread without naming an agent land here.
-    script(
-      "req",
-      Array.from({ length: 8 }, (_, i) => `question ${i}`),
-    ),
-    forward("ring", "ring-next"),
-    forward("ring-t", "ring-t-next"),
-    forward("mix", "mix-next"),
-    forward("p404", "p404"),
-    forward("pdown", "pdown"),
-    forward("relay-fail", "fail-next"),
-    script("tgtfail", [{ fail: "boom" }]),
-    script("quiet", ["NO_REPLY"]),
-    script("beat", ["HEARTBEAT_OK"]),
-    script("musing", ["Let me think about whether to answer.\nNO_REPLY"]),
-    // Every reply of tgt opens a nested conversation on the next server: a fan-out that only the chain budget bounds.
-    // Distinct replies, so no conversation stops early at a repeat.
-    script(
-      "tgt",
-      Array.from({ length: 8 }, (_, i) => ({
-        converse: { server: "conv-next", from: "req", to: "tgt", text: `pass it on (${i})`, turns: 2 },
-        reply: `answer ${i}`,
-      })),
-    ),
-    ...chainAgents
-      .filter((h) => h.on === self)
-      .map((h) =>
-        h.name === "h9" ? script("h9", ["end of the line"]) : forward(h.name, `to-h${Number(h.name.slice(1)) + 1}`),
-      ),
-  ];
-  return { apiKeys, peers, agents, serverId: self === "a" ? "srv-a" : "" };
-}
-
-/** The built CLI against one server over gRPC, with no client config. */
-function parley(on: Name, args: string[]) {
-  return runCli(["--server", servers[on].grpcUrl, "--protocol", "grpc", "--token", "key-s", ...args], {
-    env: { PATH: process.env.PATH, HOME: root },
-  });
-}
-
-function client(on: Name, token: string, agent?: string): ParleyClient {
-  return createParleyClient({
-    baseUrl: servers[on].grpcUrl,
-    protocol: "grpc",
-    token,
-    ...(agent ? { agent } : {}),
-    defaultTimeoutMs: 60_000,
-  });
-}
-
-const clients: ParleyClient[] = [];
-function tracked(c: ParleyClient): ParleyClient {
-  clients.push(c);
-  return c;
-}
-
-async function send(on: Name, agent: string, text: string, contextId: string, token = "key-s"): Promise<Task> {
-  const response = await tracked(client(on, token, agent)).a2a.sendMessage({
-    message: {
-      messageId: crypto.randomUUID(),
-      contextId,
-      role: 1,
-      parts: [{ content: { case: "text", value: text } }],
-    },
-  });
-  if (response.payload.case !== "task") throw new Error(`expected a task, got ${response.payload.case}`);
-  return response.payload.value;
-}
-
-function statusText(task: Task): string {
-  return task.status?.message?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ?? "";
-}
-
-function chainReport(task: Task): Record<string, unknown> {
-  return task.metadata?.[extensionUris.chain] as Record<string, unknown>;
-}
-
-async function thread(on: Name, contextId: string, token = "key-s") {
-  try {
-    const page = await tracked(client(on, token)).threads.getThreadHistory({
-      contextId,
-      order: HistoryOrder.OLDEST_FIRST,
-      pageSize: 100,
-    });
-    return page.messages.map((m) => ({
-      provenance: m.provenance,
-      text: m.message?.parts.map((p) => (p.content.case === "text" ? p.content.value : "")).join("") ?? "",
-    }));
-  } catch (error) {
-    if (ConnectError.from(error).rawMessage.includes("no conversation with contextId")) return [];
-    throw error;
-  }
-}
-
-/** Messages stored on a server for the tenant, over every thread it has. */
-async function storedMessages(on: Name, token = "key-s"): Promise<{ threads: number; messages: number }> {
-  const c = tracked(client(on, token));
-  let threads = 0;
-  let messages = 0;
-  let pageToken = "";
-  for (let page = 0; page < 50; page++) {
-    const listed = await c.threads.listThreads({ pageSize: 100, pageToken });
-    for (const t of listed.threads) {
-      threads++;
-      messages += Number(t.messageCount);
-    }
-    pageToken = listed.nextPageToken;
-    if (pageToken === "") break;
-  }
-  return { threads, messages };
-}
-
-beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), "parley-chain-"));
-  for (const n of names) {
-    jsonRpcPort[n] = await freePort();
-    grpcPort[n] = await freePort();
-  }
-  closedPort = await freePort();
-  const started = await Promise.all(
-    names.map(async (n) => {
-      const dataDir = join(root, n);
-      mkdirSync(dataDir);
-      return [
-        n,
-        await spawnBridge({ dataDir, jsonRpcPort: jsonRpcPort[n], grpcPort: grpcPort[n], config: configOf(n) }),
-      ] as const;
-    }),
-  );
-  for (const [n, s] of started) servers[n] = s;
-}, 60_000);
-
-afterAll(async () => {
-  for (const c of clients) c.close();
-  await Promise.all(Object.values(servers).map((s) => s.stop()));
-  if (root) rmSync(root, { recursive: true, force: true });
-});
+// The three server processes, their config and helpers: fixtures/chain-servers.ts.
+startChainServers();
 
 describe("one chain context, enforced at every ingress (three server processes)", () => {
   it("stops the a2a ring a -> b -> c -> a with LOOP_DETECTED at its first repeated hop, one tenant throughout", async () => {

@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { cors as connectCors } from "@connectrpc/connect";
-import { headers as wireHeaders } from "@parley/proto";
+import { parleyRequestHeaders, headers as wireHeaders } from "@parley/proto";
 
 /** What the CORS check did with a request. */
 export type CorsVerdict =
@@ -20,18 +20,7 @@ interface MinimalResponse {
 }
 
 /** Request headers a browser client of Parley may send, beyond Connect's own. */
-const parleyRequestHeaders = [
-  "authorization",
-  wireHeaders.a2aVersion,
-  wireHeaders.a2aExtensions,
-  wireHeaders.agent,
-  wireHeaders.hops,
-  wireHeaders.resumeAfter,
-  wireHeaders.requestId,
-  "traceparent",
-  "tracestate",
-  "last-event-id",
-];
+const browserRequestHeaders = [...parleyRequestHeaders, "traceparent", "tracestate", "last-event-id"];
 /** Response headers a browser client may read, beyond Connect's own. */
 const parleyResponseHeaders = [wireHeaders.requestId, wireHeaders.streamStart];
 
@@ -84,7 +73,7 @@ export function parseCorsOrigin(entry: string): string {
 export function createCors(origins: readonly string[]): Cors {
   const allowed = new Set(origins.map(parseCorsOrigin));
   const allowMethods = [...connectCors.allowedMethods].join(", ");
-  const allowHeaders = [...new Set([...connectCors.allowedHeaders, ...parleyRequestHeaders])].join(", ");
+  const allowHeaders = [...new Set([...connectCors.allowedHeaders, ...browserRequestHeaders])].join(", ");
   const exposeHeaders = [...new Set([...connectCors.exposedHeaders, ...parleyResponseHeaders])].join(", ");
   return {
     origins: allowed,
