@@ -20,7 +20,7 @@ import Database from "better-sqlite3";
 import express from "express";
 import { Kysely, PostgresDialect, SqliteDialect, sql } from "kysely";
 import pg from "pg";
-import { createEchoExecutor, echoCard } from "../lib/anchor-echo.mjs";
+import { createEchoExecutor, echoCard, listenJsonRpc } from "../lib/anchor-echo.mjs";
 import { serveControl } from "../lib/child-ipc.mjs";
 import { createBenchDatabase } from "../lib/pg-database.mjs";
 
@@ -69,13 +69,7 @@ async function openPostgres() {
 const store = kind === "postgres" ? await openPostgres() : await openSqlite();
 const executor = createEchoExecutor({ AgentEvent, Role, TaskState }, { replyMode: "task", newId: randomUUID });
 const handler = new DefaultRequestHandler(echoCard, new DatabaseTaskStore(store.db), executor);
-const app = express();
-app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
-app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const http = await new Promise((resolve) => {
-  const s = app.listen(0, "127.0.0.1", () => resolve(s));
-});
-http.keepAliveTimeout = 60_000;
+const http = await listenJsonRpc({ express, AGENT_CARD_PATH, agentCardHandler, jsonRpcHandler, UserBuilder }, handler);
 
 serveControl({
   afterWarmup: () => store.afterWarmup(),

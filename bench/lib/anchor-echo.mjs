@@ -114,3 +114,18 @@ export const echoCard = {
   ],
   signatures: [],
 };
+
+/** Serves an SDK request handler's JSON-RPC and agent card on a loopback port (express and the SDK passed in). */
+export async function listenJsonRpc(
+  { express, AGENT_CARD_PATH, agentCardHandler, jsonRpcHandler, UserBuilder },
+  handler,
+) {
+  const app = express();
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
+  app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  const http = await new Promise((resolve) => {
+    const s = app.listen(0, "127.0.0.1", () => resolve(s));
+  });
+  http.keepAliveTimeout = 60_000;
+  return http;
+}

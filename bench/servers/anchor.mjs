@@ -8,7 +8,7 @@ import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/serve
 import { A2AService, UserBuilder as GrpcUserBuilder, grpcService } from "@a2a-js/sdk/server/grpc";
 import * as grpc from "@grpc/grpc-js";
 import express from "express";
-import { createEchoExecutor, echoCard } from "../lib/anchor-echo.mjs";
+import { createEchoExecutor, echoCard, listenJsonRpc } from "../lib/anchor-echo.mjs";
 import { serveControl } from "../lib/child-ipc.mjs";
 
 const executor = createEchoExecutor(
@@ -21,13 +21,7 @@ const executor = createEchoExecutor(
 );
 
 const handler = new DefaultRequestHandler(echoCard, new InMemoryTaskStore(), executor);
-const app = express();
-app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
-app.use(jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-const http = await new Promise((resolve) => {
-  const s = app.listen(0, "127.0.0.1", () => resolve(s));
-});
-http.keepAliveTimeout = 60_000;
+const http = await listenJsonRpc({ express, AGENT_CARD_PATH, agentCardHandler, jsonRpcHandler, UserBuilder }, handler);
 
 const grpcServer = new grpc.Server();
 grpcServer.addService(
