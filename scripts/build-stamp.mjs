@@ -1,4 +1,5 @@
-// The build stamp of a workspace: a digest of what its build compiles (src/, without tests, and its tsconfigs),
+// The build stamp of a workspace: a digest of what its build compiles (every file under src/ but tests, its
+// tsconfigs and, for the console, the page and bundler config Vite builds from),
 // written into dist/ after each build, so a test run can tell that dist/ was built from the src/ it sees.
 // `node scripts/build-stamp.mjs` (in a workspace, after tsc) writes dist/.build-stamp.
 import { createHash } from "node:crypto";
@@ -12,7 +13,8 @@ function* inputs(dir) {
   for (const name of readdirSync(dir).sort()) {
     const path = join(dir, name);
     if (statSync(path).isDirectory()) yield* inputs(path);
-    else if (name.endsWith(".ts") && !/\.(spec|test)\.ts$/.test(name)) yield path;
+    // Every source, not only .ts: the console's .tsx views and .css are build inputs too.
+    else if (!/\.(spec|test)\.tsx?$/.test(name)) yield path;
   }
 }
 
@@ -20,7 +22,7 @@ function* inputs(dir) {
 export function sourceDigest(workspace) {
   const hash = createHash("sha256");
   const files = [...inputs(join(workspace, "src"))];
-  for (const config of ["tsconfig.build.json", "tsconfig.json"]) {
+  for (const config of ["tsconfig.build.json", "tsconfig.json", "index.html", "vite.config.ts"]) {
     if (existsSync(join(workspace, config))) files.push(join(workspace, config));
   }
   for (const file of files) {
