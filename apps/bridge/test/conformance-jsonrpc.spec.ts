@@ -201,6 +201,8 @@ describe("capability switches and protocol errors over JSON-RPC", () => {
     on = await startStack({
       agents: [{ name: "conformance", type: "conformance" }],
       capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: true, requiredExtensions: [] },
+      // The kit's webhook receiver listens on loopback, which push notifications may not reach by default.
+      push: { allowedHosts: [], allowedAddresses: ["127.0.0.1"], maxAttempts: 5, retryBaseMs: 500, timeoutMs: 10_000 },
     });
     receiver = createServer((req, res) => {
       const chunks: Buffer[] = [];
@@ -292,9 +294,11 @@ describe("capability switches and protocol errors over JSON-RPC", () => {
     });
     const refused = await postRaw(
       on.bridge.url,
-      rpc("CreateTaskPushNotificationConfig", { taskId: task.id, url: "https://example.com/hook" }),
+      rpc("CreateTaskPushNotificationConfig", { taskId: task.id, url: "http://169.254.169.254/latest/meta-data/" }),
       v1,
     );
-    expect((refused.json.error as { message?: string }).message).toContain('"example.com" is not allowed');
+    expect((refused.json.error as { message?: string }).message).toContain(
+      "169.254.169.254 is a cloud metadata endpoint",
+    );
   });
 });

@@ -101,8 +101,10 @@ export {
   tracingSettingsFromEnv,
 } from "./observability/tracing.js";
 export { type CreateParleyOptions, createParley, type Parley } from "./parley.js";
-export { checkPushDestination, createPushConfigs, type PushConfigs, pushHostOf } from "./push/push-configs.js";
+export { createPushAddressPolicy, type PushAddressPolicy } from "./push/push-address-policy.js";
+export { createPushConfigs, type PushConfigs, pushDestinationRules } from "./push/push-configs.js";
 export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader } from "./push/push-delivery.js";
+export { checkPushUrl, pushHostOf, resolvePushDestination } from "./push/push-destination.js";
 export { createReflectionServices, type ReflectionServices } from "./reflection/reflection-service.js";
 export { endsRun, LeaseCoordinator, type LeaseCoordinatorOptions } from "./replicas/lease-coordinator.js";
 export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";

@@ -96,6 +96,14 @@ describe("a wrong configuration refuses to start", spawning, () => {
     expect(run.stderr).toContain('capabilities.pushNotifications = "maybe" (environment PARLEY_PUSH)');
     expect(run.stderr).toContain("limits.requestsPerSecondPerTenant = -5 (environment PARLEY_RATE_LIMIT): Too small");
     expect(server(["--histroy", "3"]).stderr).toContain("Unknown option '--histroy'");
+    // A typo in an address exemption is an error, not an entry that silently matches nothing.
+    expect(
+      problemsOf(() => loadConfig({ env: { PARLEY_PUSH_ALLOWED_ADDRESSES: "10.0.0.0/33,localhost,010.0.0.1" } })),
+    ).toEqual([
+      "push.allowedAddresses[0] (environment PARLEY_PUSH_ALLOWED_ADDRESSES): the prefix length after / is out of range",
+      expect.stringMatching(/^push\.allowedAddresses\[1\] .*expected an IP address/),
+      expect.stringMatching(/^push\.allowedAddresses\[2\] .*four-part decimal/),
+    ]);
     expect(problemsOf(() => loadConfig({ env: { PARLEY_AGENT: "gpt" } }))).toEqual([
       'PARLEY_AGENT (environment PARLEY_AGENT): Invalid option: expected one of "echo"|"openai"|"conformance"',
     ]);
@@ -142,6 +150,7 @@ describe("the promised names keep working", () => {
     ["PARLEY_EXTENDED_CARD", "yes", "capabilities.extendedAgentCard", true],
     ["PARLEY_REQUIRED_EXTENSIONS", "urn:a, urn:b", "capabilities.requiredExtensions", ["urn:a", "urn:b"]],
     ["PARLEY_PUSH_ALLOWED_HOSTS", "hooks.internal", "push.allowedHosts", ["hooks.internal"]],
+    ["PARLEY_PUSH_ALLOWED_ADDRESSES", "10.0.0.5, fd00::/8", "push.allowedAddresses", ["10.0.0.5", "fd00::/8"]],
     ["PARLEY_LOG_LEVEL", "warn", "logLevel", "warn"],
     ["PORT", "9080", "bridge.port", 9080],
     ["BRIDGE_HOST", "0.0.0.0", "bridge.host", "0.0.0.0"],

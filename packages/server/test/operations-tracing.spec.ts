@@ -61,6 +61,8 @@ describe("one trace across two Parley servers", () => {
         ],
         peers: [{ name: "b", url: serverB.baseUrl, protocol: "grpc" }],
         capabilities: { pushNotifications: true },
+        // The push receiver listens on loopback, which push notifications may not reach by default.
+        push: { allowedAddresses: ["127.0.0.1"] },
       }),
     );
     serverA = await spawnServer({

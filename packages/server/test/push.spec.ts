@@ -96,7 +96,14 @@ describe("push notifications", () => {
     server = await startTestServer({
       agents: [{ name: "conformance", type: "conformance" }],
       capabilities: { pushNotifications: true },
-      push: { allowedHosts: ["127.0.0.1", "localhost", "::1"], retryBaseMs: 10, maxAttempts: 4, timeoutMs: 5_000 },
+      push: {
+        allowedHosts: ["127.0.0.1", "localhost", "::1"],
+        // The receiver listens on loopback, which is refused unless listed.
+        allowedAddresses: ["127.0.0.1", "::1"],
+        retryBaseMs: 10,
+        maxAttempts: 4,
+        timeoutMs: 5_000,
+      },
     });
     client = await sdkClient(server);
   });
@@ -238,7 +245,13 @@ describe("push notifications", () => {
     const strict = await startTestServer({
       agents: [{ name: "conformance", type: "conformance" }],
       capabilities: { pushNotifications: true },
-      push: { allowedHosts: ["localhost"], retryBaseMs: 10, maxAttempts: 3, timeoutMs: 5_000 },
+      push: {
+        allowedHosts: ["localhost"],
+        allowedAddresses: ["127.0.0.1", "::1"],
+        retryBaseMs: 10,
+        maxAttempts: 3,
+        timeoutMs: 5_000,
+      },
     });
     try {
       const strictClient = await sdkClient(strict);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { allowedAddressProblem } from "../push/push-address-policy.js";
 
 /**
  * The one definition of every setting of parley-server and parley-bridge: its
@@ -224,10 +225,25 @@ export const parleyConfigSchema = z
       }),
     }),
     push: section({
-      allowedHosts: setting(z.array(z.string().min(1)).default(["127.0.0.1", "localhost", "::1"]), {
-        description: "hosts push notifications may be sent to (exact host names or IPs)",
+      allowedHosts: setting(z.array(z.string().min(1)).default([]), {
+        description:
+          "when set, the only hosts push notifications may be sent to (exact host names or IPs); empty: any host whose addresses pass push.allowedAddresses",
         env: "PARLEY_PUSH_ALLOWED_HOSTS",
       }),
+      allowedAddresses: setting(
+        z
+          .array(
+            z.string().refine((entry) => allowedAddressProblem(entry) === undefined, {
+              error: (issue) => allowedAddressProblem(String(issue.input)) ?? "expected an IP address or CIDR",
+            }),
+          )
+          .default([]),
+        {
+          description:
+            "non-public addresses push notifications may reach (IPs or CIDRs, e.g. 10.0.0.0/8); loopback, private, link-local, CGNAT, multicast, metadata and other non-public addresses are refused otherwise (a metadata address only by exact address)",
+          env: "PARLEY_PUSH_ALLOWED_ADDRESSES",
+        },
+      ),
       maxAttempts: setting(z.int().min(1).default(5), { description: "tries per notification, the first included" }),
       retryBaseMs: setting(millis(1).default(500), { description: "pause before the first retry; doubles each time" }),
       timeoutMs: setting(millis(1).default(10_000), { description: "how long one POST may take" }),

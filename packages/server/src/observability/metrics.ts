@@ -4,7 +4,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 export type RequestProtocol = "grpc" | "grpc-web" | "connect" | "jsonrpc" | "in-process" | "http";
 
 /** Outcomes of one push notification POST. */
-export type PushOutcome = "delivered" | "retried" | "dropped";
+export type PushOutcome = "delivered" | "retried" | "dropped" | "refused";
 
 /**
  * The Prometheus metrics of one process. Every label has a small, fixed set of
@@ -93,7 +93,7 @@ export function createParleyMetrics(options: CreateMetricsOptions = {}): ParleyM
   });
   const pushes = new Counter({
     name: "parley_push_deliveries_total",
-    help: "Push notification POSTs by outcome: delivered, retried (a failed try that is retried), dropped",
+    help: "Push notification POSTs by outcome: delivered, retried (a failed try that is retried), dropped, refused (its destination is not allowed: nothing was sent)",
     labelNames: ["outcome"] as const,
     registers: [registry],
   });

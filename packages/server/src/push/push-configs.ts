@@ -9,40 +9,15 @@ import {
 import type { ThreadStore } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
 import { createTypedError, fromStore, invalidArgument } from "../errors.js";
+import { createPushAddressPolicy } from "./push-address-policy.js";
+import { checkPushUrl, type PushDestinationRules } from "./push-destination.js";
 
-/** The host of a URL as the allow-list spells it: lower case, IPv6 without brackets. */
-export function pushHostOf(url: URL): string {
-  return url.hostname.replace(/^\[(.*)\]$/, "$1").toLowerCase();
-}
-
-/** The host of `url` when push.allowedHosts lets notifications go there, else why not. */
-export function checkPushDestination(
-  url: string,
-  allowedHosts: readonly string[],
-): { ok: true; url: URL } | { ok: false; reason: string } {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return { ok: false, reason: `push notification url ${JSON.stringify(url)} is not an absolute URL` };
-  }
-  if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-    return { ok: false, reason: `push notification url must be http or https, got ${JSON.stringify(parsed.protocol)}` };
-  }
-  if (parsed.username !== "" || parsed.password !== "") {
-    return {
-      ok: false,
-      reason: "push notification url must not carry credentials; put them in authentication.credentials",
-    };
-  }
-  const host = pushHostOf(parsed);
-  if (!allowedHosts.some((allowed) => allowed.toLowerCase() === host)) {
-    return {
-      ok: false,
-      reason: `push notification host ${JSON.stringify(host)} is not allowed; the server setting push.allowedHosts (PARLEY_PUSH_ALLOWED_HOSTS) permits: ${allowedHosts.join(", ") || "none"}`,
-    };
-  }
-  return { ok: true, url: parsed };
+/** The destination rules of the server's push settings (push.allowedHosts, push.allowedAddresses). */
+export function pushDestinationRules(config: ParleyConfig): PushDestinationRules {
+  return {
+    allowedHosts: config.push.allowedHosts,
+    addresses: createPushAddressPolicy(config.push.allowedAddresses),
+  };
 }
 
 const headerUnsafe = /[\r\n\0]/;
@@ -71,10 +46,12 @@ export interface PushConfigs {
 export function createPushConfigs(deps: { readonly store: ThreadStore; readonly config: ParleyConfig }): PushConfigs {
   const { store, config } = deps;
   const decode = (payload: Uint8Array) => fromBinary(TaskPushNotificationConfigSchema, payload);
+  const rules = pushDestinationRules(config);
 
   const validate = (pushConfig: TaskPushNotificationConfig): void => {
     if (pushConfig.url === "") throw invalidArgument("push notification config url is required");
-    const destination = checkPushDestination(pushConfig.url, config.push.allowedHosts);
+    // Literal addresses and localhost are refused here; a name is checked against its addresses at delivery.
+    const destination = checkPushUrl(pushConfig.url, rules);
     if (!destination.ok) throw invalidArgument(destination.reason);
     const auth = pushConfig.authentication;
     if (auth) {

@@ -6,7 +6,9 @@ import type { ParleyConfig } from "../config.js";
 import type { TaskEventSource } from "../engine/task-run.js";
 import type { ParleyMetrics } from "../observability/metrics.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
-import { checkPushDestination, type PushConfigs } from "./push-configs.js";
+import { type PushConfigs, pushDestinationRules } from "./push-configs.js";
+import { resolvePushDestination } from "./push-destination.js";
+import { postPinned } from "./push-request.js";
 
 /** Content type of push notification bodies (A2A section 14.1). */
 export const pushContentType = "application/a2a+json";
@@ -29,6 +31,9 @@ interface TaskQueue {
 /** Why a POST will not succeed by trying again (the receiver refused it). */
 class Refused extends Error {}
 
+/** The destination itself is not allowed (its address, its host): nothing was sent. */
+class DestinationRefused extends Refused {}
+
 /**
  * Delivers task events to webhooks: one queue per task so each receiver sees
  * a task's events in order, drained off the task's own path so a slow or dead
@@ -42,33 +47,34 @@ export function createPushDelivery(deps: {
   readonly metrics?: ParleyMetrics;
 }): PushDelivery {
   const { configs, logger, metrics } = deps;
-  const { allowedHosts, maxAttempts, retryBaseMs, timeoutMs } = deps.config.push;
+  const { maxAttempts, retryBaseMs, timeoutMs } = deps.config.push;
+  const rules = pushDestinationRules(deps.config);
   const queues = new Map<string, TaskQueue>();
   const drains = new Set<Promise<void>>();
   const stopping = new AbortController();
 
   async function post(target: TaskPushNotificationConfig, body: string): Promise<void> {
-    // Checked again on every POST: the allow-list may have been narrowed since the config was stored.
-    const destination = checkPushDestination(target.url, allowedHosts);
-    if (!destination.ok) throw new Refused(destination.reason);
+    // Checked again on every POST, against what the host resolves to now: the allow-lists may have been
+    // narrowed since the config was stored, and a name may point elsewhere than it did.
+    const destination = await resolvePushDestination(target.url, rules);
+    if (!destination.ok) throw new DestinationRefused(destination.reason);
     const headers: Record<string, string> = { "Content-Type": pushContentType };
     const auth = target.authentication;
     if (auth && auth.scheme !== "") {
       headers.Authorization = auth.credentials === "" ? auth.scheme : `${auth.scheme} ${auth.credentials}`;
     }
     if (target.token !== "") headers[pushTokenHeader] = target.token;
-    const response = await fetch(destination.url, {
-      method: "POST",
-      headers: injectTraceHeaders(headers),
+    // Not fetch: its connection cannot be pinned to the checked address without undici's own Agent.
+    const status = await postPinned(
+      destination.value,
+      injectTraceHeaders(headers),
       body,
-      // A redirect could point anywhere; following it would bypass the allow-list.
-      redirect: "manual",
-      signal: AbortSignal.any([stopping.signal, AbortSignal.timeout(timeoutMs)]),
-    });
-    await response.body?.cancel();
-    if (response.ok) return;
-    const retryable = response.status >= 500 || response.status === 408 || response.status === 429;
-    const reason = `the receiver answered HTTP ${response.status}${response.status >= 300 && response.status < 400 ? " (redirects are not followed)" : ""}`;
+      AbortSignal.any([stopping.signal, AbortSignal.timeout(timeoutMs)]),
+    );
+    if (status >= 200 && status < 300) return;
+    const retryable = status >= 500 || status === 408 || status === 429;
+    // A redirect could point anywhere; following it would bypass every check above.
+    const reason = `the receiver answered HTTP ${status}${status >= 300 && status < 400 ? " (redirects are not followed)" : ""}`;
     throw retryable ? new Error(reason) : new Refused(reason);
   }
 
@@ -80,6 +86,14 @@ export function createPushDelivery(deps: {
         return;
       } catch (error) {
         if (stopping.signal.aborted) return;
+        if (error instanceof DestinationRefused) {
+          metrics?.push("refused");
+          logger.warn(
+            { taskId: queue.taskId, configId: target.id, err: error.message },
+            "push notification refused: its destination is not allowed",
+          );
+          return;
+        }
         const final = error instanceof Refused || attempt >= maxAttempts;
         metrics?.push(final ? "dropped" : "retried");
         if (final) {
