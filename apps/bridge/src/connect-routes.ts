@@ -11,6 +11,7 @@ import {
   ThreadService,
   headers as wireHeaders,
 } from "@parley/proto";
+import { classifyDecodeErrors, createDecodeErrorInterceptor, createStrictTextDecoder } from "@parley/server";
 import type { HttpRoute } from "./http-route.js";
 
 /** The services the bridge's HTTP/1.1 port answers over Connect and gRPC-Web (what the console uses). */
@@ -101,14 +102,20 @@ export function createConnectRoutes(options: ConnectRoutesOptions): HttpRoute {
   const prefixes = connectServices.map((s) => `/${s.typeName}/`);
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
-  const routes = (router: ConnectRouter) => {
+  // Invalid UTF-8 is refused as over JSON-RPC (-32700), not passed on as U+FFFD. connect-es's JSON codec
+  // reads textDecoder (its JsonSerializationOptions) although the router's option type does not name it.
+  const jsonOptions = { ignoreUnknownFields: true, textDecoder: createStrictTextDecoder() };
+  // Undecodable requests answer INVALID_ARGUMENT here as on the server port (see decode-errors.ts there).
+  const routes = classifyDecodeErrors((router: ConnectRouter) => {
     for (const service of connectServices)
       router.service(service, forwardingService(service, options.upstream) as never);
-  };
+  });
   const handler = connectNodeAdapter({
     routes,
     readMaxBytes: options.maxBodyBytes,
     shutdownSignal: shutdown.signal,
+    interceptors: [createDecodeErrorInterceptor()],
+    jsonOptions,
   });
   return {
     matches: (pathname) => prefixes.some((p) => pathname.startsWith(p)),

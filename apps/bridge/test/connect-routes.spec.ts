@@ -106,4 +106,36 @@ describe.each(["embedded", "upstream"] as const)("Parley's services over HTTP/1.
     const unknown = await fetch(new URL("/parley.v1.NoSuchService/Call", front.url), { method: "POST" });
     expect(unknown.status).toBe(404);
   });
+
+  it("answers undecodable bodies invalid_argument, and refuses invalid UTF-8 as JSON-RPC does, storing nothing", async () => {
+    const sendUrl = new URL("/lf.a2a.v1.A2AService/SendMessage", front.url);
+    const garbage = await fetch(sendUrl, {
+      method: "POST",
+      headers: { ...alice, "content-type": "application/proto" },
+      body: Buffer.from("\x0a\xff\xff\xff\xff\x0frandom bytes"),
+    });
+    expect(garbage.status).toBe(400);
+    const garbageError = (await garbage.json()) as { code: string; message: string };
+    expect(garbageError.code).toBe("invalid_argument");
+    expect(garbageError.message).toMatch(/not a valid lf\.a2a\.v1\.SendMessageRequest/);
+
+    const contextId = `bridge-utf8-${mode}-${crypto.randomUUID()}`;
+    const withBadText = (prefix: string, suffix: string) =>
+      Buffer.concat([Buffer.from(prefix), Buffer.from([0xff, 0xc3, 0x28]), Buffer.from(suffix)]);
+    const message = `{"messageId":"${contextId}","contextId":"${contextId}","role":"ROLE_USER","parts":[{"text":"a`;
+    const connectJson = await fetch(sendUrl, {
+      method: "POST",
+      headers: { ...alice, "content-type": "application/json" },
+      body: withBadText(`{"message":${message}`, '"}]}}'),
+    });
+    expect(connectJson.status).toBe(400);
+    expect(((await connectJson.json()) as { code: string }).code).toBe("invalid_argument");
+    const jsonRpc = await postRaw(
+      front.url,
+      withBadText(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":${message}`, '"}]}}}'),
+      alice,
+    );
+    expect(jsonRpc.json.error).toMatchObject({ code: -32700 });
+    expect(await server.parley.store.getThread({ tenant: "alice", contextId })).toBeUndefined();
+  });
 });

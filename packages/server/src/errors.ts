@@ -68,6 +68,16 @@ export function invalidArgument(message: string): ConnectError {
   return new ConnectError(message, Code.InvalidArgument);
 }
 
+/**
+ * A request message that could not be decoded: malformed protobuf, a string
+ * field that is not UTF-8, a Struct nested past the recursion limit, an
+ * envelope that does not decompress. The caller's mistake, so INVALID_ARGUMENT.
+ */
+export function requestNotDecodable(typeName: string, detail: string): ConnectError {
+  const why = /not valid for encoding utf-8/i.test(detail) ? `a string field is not valid UTF-8 (${detail})` : detail;
+  return new ConnectError(`the request is not a valid ${typeName}: ${why}`, Code.InvalidArgument);
+}
+
 /** A task id the tenant does not have (another tenant's ids answer the same). */
 export function taskNotFound(taskId: string): ConnectError {
   return createTypedError("TASK_NOT_FOUND", `task ${JSON.stringify(taskId)} was not found`, { taskId });

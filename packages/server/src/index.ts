@@ -61,6 +61,12 @@ export {
 } from "./health/health-monitor.js";
 export { createHealthServiceImpl } from "./health/health-service.js";
 export { agentHeader, openModeTenant, supportedA2AVersions, tenantIn } from "./interceptors/caller-interceptor.js";
+export {
+  classifyDecodeError,
+  classifyDecodeErrors,
+  createDecodeErrorInterceptor,
+  createStrictTextDecoder,
+} from "./interceptors/decode-errors.js";
 export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
 export { type Cors, type CorsVerdict, createCors, parseCorsOrigin } from "./listen/cors.js";
 export {

@@ -33,6 +33,11 @@ import { Engine } from "./engine/engine.js";
 import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
 import { createHealthServiceImpl } from "./health/health-service.js";
 import { createCallerInterceptor, tenantIn } from "./interceptors/caller-interceptor.js";
+import {
+  classifyDecodeErrors,
+  createDecodeErrorInterceptor,
+  createStrictTextDecoder,
+} from "./interceptors/decode-errors.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
 import { createHttpFront } from "./listen/http-front.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -178,7 +183,13 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   };
 
   const observing = createObservingInterceptor(observability, tenantIn);
-  const interceptors = [observing, createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)])];
+  // The decode interceptor first: it marks every request that got past decoding (see decode-errors.ts).
+  const decoded = createDecodeErrorInterceptor();
+  const interceptors = [
+    decoded,
+    observing,
+    createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)]),
+  ];
   const health = createHealthMonitor({ probe: readinessProbe(rawStore, backend) });
   // One instance for every router (listener and in-process), so they share the conversations.
   const sessionService = createSessionServiceImpl({
@@ -232,13 +243,13 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   );
   // Health and reflection answer without credentials or rate limits (probes and grpcurl carry no API key):
   // service-level interceptors replace the router's, so only the observing one runs for them.
-  const openServiceOptions = { interceptors: [observing] };
-  const routes = (router: ConnectRouter) => {
+  const openServiceOptions = { interceptors: [decoded, observing] };
+  const routes = classifyDecodeErrors((router: ConnectRouter) => {
     for (const { service, impl } of services) router.service(service, impl as never);
     router.service(grpcHealthV1.Health, createHealthServiceImpl(health, serviceNames), openServiceOptions);
     router.service(grpcReflectionV1.ServerReflection, reflection.v1, openServiceOptions);
     router.service(grpcReflectionV1alpha.ServerReflection, reflection.v1alpha, openServiceOptions);
-  };
+  });
   const shutdown = new AbortController();
   // Every in-flight RPC listens on the shutdown signal; thousands of open streams are expected.
   setMaxListeners(0, shutdown.signal);
@@ -248,7 +259,9 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     shutdownSignal: shutdown.signal,
     // Forward compatibility (A2A: ignore unrecognised fields): a peer a minor version ahead is served, and
     // what this version does not know is dropped, never stored or echoed back (JSON and binary alike).
-    jsonOptions: { ignoreUnknownFields: true },
+    // Invalid UTF-8 is refused as on gRPC and JSON-RPC, not stored as U+FFFD (connect-es's JSON codec reads
+    // textDecoder, its JsonSerializationOptions, although the router's option type does not name it).
+    jsonOptions: { ignoreUnknownFields: true, textDecoder: createStrictTextDecoder() },
     binaryOptions: { readUnknownFields: false },
   };
 
