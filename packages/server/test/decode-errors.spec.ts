@@ -162,6 +162,17 @@ describe("undecodable requests answer INVALID_ARGUMENT on every protocol", () =>
     expect(status.message).toMatch(/not a valid lf\.a2a\.v1\.SendMessageRequest/);
   });
 
+  it("gRPC-Web and Connect streaming: a malformed streaming request ends with invalid_argument", async () => {
+    const web = grpcWebStatus(await post(session, streamPath, "application/grpc-web+proto", envelope(garbage)));
+    expect(web.code, web.message).toBe(Code.InvalidArgument);
+    const connect = await post(session, streamPath, "application/connect+proto", envelope(garbage));
+    // The Connect streaming protocol ends a stream with an end-stream frame (flag 2) holding the error as JSON.
+    expect(connect.body[0]).toBe(2);
+    const end = JSON.parse(connect.body.subarray(5).toString()) as { error?: { code: string; message: string } };
+    expect(end.error?.code).toBe("invalid_argument");
+    expect(end.error?.message).toMatch(/not a valid lf\.a2a\.v1\.SendMessageRequest/);
+  });
+
   it("Connect proto: random bytes answer 400 invalid_argument", async () => {
     const answer = await post(session, sendPath, "application/proto", garbage);
     expect(answer.status).toBe(400);

@@ -28,6 +28,16 @@ interface TaskQueue {
   readonly events: StreamResponse[];
 }
 
+/** `work`, or its signal's reason once that aborts first (dns.lookup takes no signal). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 /** Why a POST will not succeed by trying again (the receiver refused it). */
 class Refused extends Error {}
 
@@ -56,7 +66,9 @@ export function createPushDelivery(deps: {
   async function post(target: TaskPushNotificationConfig, body: string): Promise<void> {
     // Checked again on every POST, against what the host resolves to now: the allow-lists may have been
     // narrowed since the config was stored, and a name may point elsewhere than it did.
-    const destination = await resolvePushDestination(target.url, rules);
+    // One deadline for the resolution and the POST; a hanging resolver is cut like a hanging receiver.
+    const signal = AbortSignal.any([stopping.signal, AbortSignal.timeout(timeoutMs)]);
+    const destination = await untilAborted(resolvePushDestination(target.url, rules), signal);
     if (!destination.ok) throw new DestinationRefused(destination.reason);
     const headers: Record<string, string> = { "Content-Type": pushContentType };
     const auth = target.authentication;
@@ -65,12 +77,7 @@ export function createPushDelivery(deps: {
     }
     if (target.token !== "") headers[pushTokenHeader] = target.token;
     // Not fetch: its connection cannot be pinned to the checked address without undici's own Agent.
-    const status = await postPinned(
-      destination.value,
-      injectTraceHeaders(headers),
-      body,
-      AbortSignal.any([stopping.signal, AbortSignal.timeout(timeoutMs)]),
-    );
+    const status = await postPinned(destination.value, injectTraceHeaders(headers), body, signal);
     if (status >= 200 && status < 300) return;
     const retryable = status >= 500 || status === 408 || status === 429;
     // A redirect could point anywhere; following it would bypass every check above.
