@@ -5,9 +5,11 @@ import { Command, CommanderError, Option } from "commander";
 import { parleyProtocols } from "./client.js";
 import { CommandContext, type GlobalOptions, type RunCommand } from "./commands/command-context.js";
 import { registerConverseCommand } from "./commands/converse.js";
+import { registerTenantTransferCommands } from "./commands/export-all.js";
 import { exitCodeHelp, jsonLine } from "./commands/output.js";
 import { registerSendCommand } from "./commands/send.js";
 import { registerThreadsCommand } from "./commands/threads.js";
+import { registerThreadTransferCommands } from "./commands/threads-transfer.js";
 import { ExitCode, exitCodeOf } from "./errors.js";
 
 function buildProgram(run: RunCommand): Command {
@@ -24,7 +26,8 @@ function buildProgram(run: RunCommand): Command {
     .exitOverride();
   registerSendCommand(program, run);
   registerConverseCommand(program, run);
-  registerThreadsCommand(program, run);
+  registerThreadTransferCommands(registerThreadsCommand(program, run), run);
+  registerTenantTransferCommands(program, run);
   return program;
 }
 

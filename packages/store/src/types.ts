@@ -8,8 +8,12 @@ export interface ThreadKey {
   readonly contextId: string;
 }
 
-/** Who wrote a stored message. */
-export type Provenance = "user" | "agent" | "inter-session";
+/**
+ * Who wrote a stored message. `imported` marks a message brought in by an
+ * operator from a log Parley did not write itself (an explicit legacy import):
+ * its origin is the operator's word, not Parley's record.
+ */
+export type Provenance = "user" | "agent" | "inter-session" | "imported";
 
 /** A message to append to a thread. */
 export interface AppendInput {
@@ -114,6 +118,42 @@ export interface ThreadPage {
   readonly nextCursor?: string;
 }
 
+/** A message as an import writes it: with its original time, and its place given by the order of the import. */
+export interface ImportedMessage {
+  readonly messageId: string;
+  readonly provenance: Provenance;
+  readonly taskId?: string;
+  readonly payload: Uint8Array;
+  /** The original time it was stored, in milliseconds since the epoch (kept as is). */
+  readonly createdAt: number;
+}
+
+/** What importThread writes into one thread, in one atomic batch. */
+export interface ThreadImport {
+  /** In thread order; each new one gets the next sequence after the thread's last one. */
+  readonly messages: readonly ImportedMessage[];
+  /** The thread's tasks (each with the thread's tenant and contextId). */
+  readonly tasks: readonly TaskRecord[];
+  /**
+   * `empty`: refuse (CONFLICT) when the thread already holds a message the
+   * import does not carry; `append`: add the import's new messages after the
+   * thread's own.
+   */
+  readonly mode: "empty" | "append";
+}
+
+export interface ThreadImportResult {
+  /** Messages written. */
+  readonly added: number;
+  /** Messages skipped because the thread already held them (same messageId and payload bytes). */
+  readonly skipped: number;
+  readonly tasksAdded: number;
+  /** Tasks skipped because the thread already held a task with that id. */
+  readonly tasksSkipped: number;
+  /** The thread after the import; absent when it has no messages. */
+  readonly thread?: ThreadMeta;
+}
+
 /**
  * Durable threads, tasks and push configs. Every method is async; every write
  * is one atomic batch. Implementations must be correct with several
@@ -141,6 +181,15 @@ export interface ThreadStore {
   deleteThread(key: ThreadKey): Promise<{ readonly deleted: boolean; readonly messageCount: number }>;
   /** Deletes threads whose last update is older than `olderThanMs` ago; returns how many. */
   sweepThreads(olderThanMs: number): Promise<number>;
+  /**
+   * Imports messages and tasks into one thread atomically, keeping their
+   * original times. Idempotent: a message the thread already holds (same
+   * messageId and payload bytes) and a task it already holds are skipped, so
+   * importing the same data twice adds nothing. Fails with CONFLICT, writing
+   * nothing, when `mode` is `empty` and the thread holds other messages, or
+   * when a task id belongs to another thread of the tenant.
+   */
+  importThread(key: ThreadKey, data: ThreadImport): Promise<ThreadImportResult>;
 
   /** Inserts or replaces a task record and its indexes atomically. */
   putTask(task: TaskRecord): Promise<void>;
@@ -170,6 +219,7 @@ export type StoreErrorCode =
   | "LOCKED" // another process (or instance) owns the database
   | "CLOSED" // the store was closed
   | "CORRUPT" // a record failed its own consistency checks
+  | "CONFLICT" // an import would merge into another thread's data (see importThread)
   | "FENCED"; // a write carried a lease fence that is no longer the live lease of its context
 
 export class StoreError extends Error {

@@ -179,6 +179,81 @@ export function storeContract(name: string, factory: BackendFactory): void {
       });
     });
 
+    describe("imports", () => {
+      const imported = (id: string, createdAt: number, over: Record<string, unknown> = {}) => ({
+        ...msg(id),
+        createdAt,
+        ...over,
+      });
+      const ctxTask = (id: string) => task(id, { contextId: key.contextId, updatedAt: 500 });
+
+      it("writes messages with their own times in order, with the thread's tasks, and reads them back", async () => {
+        const clock = manualClock();
+        const { store } = await open({ now: clock.now });
+        const result = await store.importThread(key, {
+          messages: [
+            imported("a", 10, { taskId: "t1" }),
+            imported("b", 20, { provenance: "agent" }),
+            imported("c", 30, { provenance: "imported" }),
+          ],
+          tasks: [ctxTask("t1")],
+          mode: "empty",
+        });
+        expect(result).toMatchObject({ added: 3, skipped: 0, tasksAdded: 1, tasksSkipped: 0 });
+        expect(result.thread).toMatchObject({ messageCount: 3, lastSequence: 3, updatedAt: clock.now() });
+        const page = await store.readMessages(key, { order: "oldest-first", limit: 10 });
+        expect(page.messages).toEqual([
+          { sequence: 1, messageId: "a", provenance: "user", taskId: "t1", payload: text("a"), createdAt: 10 },
+          { sequence: 2, messageId: "b", provenance: "agent", payload: text("b"), createdAt: 20 },
+          { sequence: 3, messageId: "c", provenance: "imported", payload: text("c"), createdAt: 30 },
+        ]);
+        expect(await store.getTask("acme", "t1")).toEqual(ctxTask("t1"));
+        // An append after the import continues the sequence and sees imported messages as retries.
+        expect((await store.append(key, msg("a"))).duplicate).toBe(true);
+        expect((await store.append(key, msg("d"))).message.sequence).toBe(4);
+      });
+
+      it("is idempotent: importing the same data again adds nothing", async () => {
+        const { store } = await open();
+        const data = { messages: [imported("a", 1), imported("b", 2)], tasks: [ctxTask("t1")], mode: "empty" as const };
+        await store.importThread(key, data);
+        const again = await store.importThread(key, data);
+        expect(again).toMatchObject({ added: 0, skipped: 2, tasksAdded: 0, tasksSkipped: 1 });
+        expect(await store.getThread(key)).toMatchObject({ messageCount: 2, lastSequence: 2 });
+        // A later export of the same thread (a superset) adds only what is new, still without --append.
+        const more = await store.importThread(key, { ...data, messages: [...data.messages, imported("c", 3)] });
+        expect(more).toMatchObject({ added: 1, skipped: 2 });
+      });
+
+      it("refuses to merge into a thread with other messages unless appending, and writes nothing then", async () => {
+        const { store } = await open();
+        await store.append(key, msg("own"));
+        const data = { messages: [imported("a", 1)], tasks: [ctxTask("t1")], mode: "empty" as const };
+        await expect(store.importThread(key, data)).rejects.toMatchObject({ code: "CONFLICT" });
+        expect(await store.getThread(key)).toMatchObject({ messageCount: 1 });
+        expect(await store.getTask("acme", "t1")).toBeUndefined();
+        const appended = await store.importThread(key, { ...data, mode: "append" });
+        expect(appended).toMatchObject({ added: 1, tasksAdded: 1, thread: { messageCount: 2, lastSequence: 2 } });
+        const tail = await store.tail(key, 2);
+        expect(tail.map((m) => [m.sequence, m.messageId, m.createdAt])).toEqual([
+          [1, "own", tail[0]!.createdAt],
+          [2, "a", 1],
+        ]);
+      });
+
+      it("refuses a task id that belongs to another thread of the tenant", async () => {
+        const { store } = await open();
+        await store.putTask(task("t1", { contextId: "elsewhere" }));
+        await expect(
+          store.importThread(key, { messages: [imported("a", 1)], tasks: [ctxTask("t1")], mode: "empty" }),
+        ).rejects.toMatchObject({ code: "CONFLICT", message: /elsewhere/ });
+        expect(await store.getThread(key)).toBeUndefined();
+        await expect(
+          store.importThread(key, { messages: [], tasks: [task("t2", { contextId: "other" })], mode: "empty" }),
+        ).rejects.toThrow(/thread's tenant and contextId/);
+      });
+    });
+
     describe("tasks and push configs", () => {
       it("lists tasks newest first with filters, paging, a total and taskId tie-breaks", async () => {
         const { store } = await open();

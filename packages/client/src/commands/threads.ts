@@ -1,5 +1,5 @@
 import { toJson } from "@bufbuild/protobuf";
-import { Role, ThreadSchema } from "@parley/proto";
+import { Provenance, Role, ThreadSchema } from "@parley/proto";
 import { type Command, InvalidArgumentError } from "commander";
 import { createConversation, partsText } from "../conversation.js";
 import { ExitCode } from "../errors.js";
@@ -67,8 +67,10 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
         for (const m of page.messages) {
           const role = roleNames[m.message?.role ?? Role.UNSPECIFIED] ?? "unknown";
           const text = partsText(m.message?.parts ?? []);
-          if (options.json) jsonLine({ sequence: Number(m.sequence), role, text });
-          else process.stdout.write(`[${m.sequence}] ${role}: ${text}\n`);
+          // An imported message's origin is the operator's word (a legacy log), so it is labelled as such.
+          const imported = m.provenance === Provenance.IMPORTED;
+          if (options.json) jsonLine({ sequence: Number(m.sequence), role, text, ...(imported ? { imported } : {}) });
+          else process.stdout.write(`[${m.sequence}] ${role}${imported ? " (imported)" : ""}: ${text}\n`);
         }
         return ExitCode.ok;
       }),

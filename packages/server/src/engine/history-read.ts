@@ -1,5 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { MessageSchema } from "@parley/proto";
+import { MessageSchema, Role } from "@parley/proto";
 import type { StoredMessage, ThreadKey, ThreadStore } from "@parley/store";
 import { type HistoryEntry, messageText } from "./history.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
@@ -44,5 +44,6 @@ function decodeHistoryEntry(stored: StoredMessage): HistoryEntry {
     provenance: stored.provenance,
     text: messageText(message),
     ...(source !== undefined ? { source } : {}),
-  };
+    ...(stored.provenance === "imported" ? { role: message.role === Role.AGENT ? "agent" : "user" } : {}),
+  } as HistoryEntry;
 }

@@ -14,11 +14,13 @@ import type { StoredMessage, ThreadMeta, ThreadStore } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { contextBusy, fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
+import { createThreadTransfer } from "./thread-transfer.js";
 
-const provenances = {
+export const provenances = {
   user: Provenance.USER,
   agent: Provenance.AGENT,
   "inter-session": Provenance.INTER_SESSION,
+  imported: Provenance.IMPORTED,
 } as const;
 
 export function threadFromMeta(meta: ThreadMeta): Thread {
@@ -61,6 +63,7 @@ export function createThreadServiceImpl(deps: {
 }): ServiceImpl<typeof ThreadService> {
   const { store, engine } = deps;
   return {
+    ...createThreadTransfer(deps),
     async listThreads(req, ctx) {
       const tenant = callerOf(ctx).tenant;
       const page = await fromStore(

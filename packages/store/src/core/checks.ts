@@ -16,7 +16,7 @@ import { checkId } from "./ids.js";
 /** The largest time (ms) a record may carry; index keys store MAX_TIME - time to sort newest first. */
 export const MAX_TIME = Number.MAX_SAFE_INTEGER;
 
-export const provenanceCodes: Record<Provenance, number> = { user: 1, agent: 2, "inter-session": 3 };
+export const provenanceCodes: Record<Provenance, number> = { user: 1, agent: 2, "inter-session": 3, imported: 4 };
 export const provenanceByCode = new Map<number, Provenance>(
   Object.entries(provenanceCodes).map(([name, code]) => [code, name as Provenance]),
 );

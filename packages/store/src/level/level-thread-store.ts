@@ -10,6 +10,7 @@ import type { LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
 import { taskJobs } from "./level-tasks.js";
 import { finishPendingPurges, threadDeletes } from "./level-thread-deletes.js";
+import { importThread } from "./level-thread-import.js";
 import { threadReads } from "./level-thread-reads.js";
 import { append, importMessages } from "./level-thread-writes.js";
 import { claimPath } from "./open-paths.js";
@@ -86,7 +87,7 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     return p;
   }
 
-  const jobs = { append, importMessages, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
+  const jobs = { append, importMessages, importThread, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
   const keyspace: LevelKeyspace = {
     path: claim.realPath,
     write: (ops) => op("write", () => ctx.write(ops)),

@@ -6,6 +6,7 @@ import type { PgContext } from "./pg-context.js";
 import { pushConfigJobs } from "./pg-push-configs.js";
 import { taskJobs } from "./pg-tasks.js";
 import { threadDeletes } from "./pg-thread-deletes.js";
+import { importThread } from "./pg-thread-import.js";
 import { threadReads } from "./pg-thread-reads.js";
 import { append } from "./pg-thread-writes.js";
 
@@ -24,7 +25,7 @@ export function createPgThreadStore(options: PgThreadStoreOptions): FencedThread
     if (closed) throw new StoreError("CLOSED", `${name} called after the PostgreSQL store was closed`);
     return work();
   }
-  const jobs = { append, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
+  const jobs = { append, importThread, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
   return {
     ...bindJobs<Omit<FencedThreadStore, "close">, PgContext>(ctx, jobs, op),
     async close(): Promise<void> {

@@ -10,7 +10,7 @@ import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobu
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
-import type { Message as Message$1 } from "../../lf/a2a/v1/a2a_pb.js";
+import type { Message as Message$1, Task, TaskState } from "../../lf/a2a/v1/a2a_pb.js";
 import { file_lf_a2a_v1_a2a } from "../../lf/a2a/v1/a2a_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/thread.proto.
  */
 export const file_parley_v1_thread: GenFile = /*@__PURE__*/
-  fileDesc("ChZwYXJsZXkvdjEvdGhyZWFkLnByb3RvEglwYXJsZXkudjEirAEKBlRocmVhZBISCgpjb250ZXh0X2lkGAEgASgJEhUKDW1lc3NhZ2VfY291bnQYAiABKAMSFQoNbGFzdF9zZXF1ZW5jZRgDIAEoAxIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqIBCg1UaHJlYWRNZXNzYWdlEhAKCHNlcXVlbmNlGAEgASgDEiMKB21lc3NhZ2UYAiABKAsyEi5sZi5hMmEudjEuTWVzc2FnZRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKcHJvdmVuYW5jZRgEIAEoDjIVLnBhcmxleS52MS5Qcm92ZW5hbmNlIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5wYXJsZXkudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ8ChdHZXRUaHJlYWRIaXN0b3J5UmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEiYKBW9yZGVyGAQgASgOMhcucGFybGV5LnYxLkhpc3RvcnlPcmRlciKCAQoYR2V0VGhyZWFkSGlzdG9yeVJlc3BvbnNlEiEKBnRocmVhZBgBIAEoCzIRLnBhcmxleS52MS5UaHJlYWQSKgoIbWVzc2FnZXMYAiADKAsyGC5wYXJsZXkudjEuVGhyZWFkTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAkiKQoTRGVsZXRlVGhyZWFkUmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJIkYKFERlbGV0ZVRocmVhZFJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgSHQoVZGVsZXRlZF9tZXNzYWdlX2NvdW50GAIgASgDKnEKClByb3ZlbmFuY2USGgoWUFJPVkVOQU5DRV9VTlNQRUNJRklFRBAAEhMKD1BST1ZFTkFOQ0VfVVNFUhABEhQKEFBST1ZFTkFOQ0VfQUdFTlQQAhIcChhQUk9WRU5BTkNFX0lOVEVSX1NFU1NJT04QAyptCgxIaXN0b3J5T3JkZXISHQoZSElTVE9SWV9PUkRFUl9VTlNQRUNJRklFRBAAEh4KGkhJU1RPUllfT1JERVJfTkVXRVNUX0ZJUlNUEAESHgoaSElTVE9SWV9PUkRFUl9PTERFU1RfRklSU1QQAjKLAgoNVGhyZWFkU2VydmljZRJMCgtMaXN0VGhyZWFkcxIdLnBhcmxleS52MS5MaXN0VGhyZWFkc1JlcXVlc3QaHi5wYXJsZXkudjEuTGlzdFRocmVhZHNSZXNwb25zZRJbChBHZXRUaHJlYWRIaXN0b3J5EiIucGFybGV5LnYxLkdldFRocmVhZEhpc3RvcnlSZXF1ZXN0GiMucGFybGV5LnYxLkdldFRocmVhZEhpc3RvcnlSZXNwb25zZRJPCgxEZWxldGVUaHJlYWQSHi5wYXJsZXkudjEuRGVsZXRlVGhyZWFkUmVxdWVzdBofLnBhcmxleS52MS5EZWxldGVUaHJlYWRSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_timestamp, file_lf_a2a_v1_a2a]);
+  fileDesc("ChZwYXJsZXkvdjEvdGhyZWFkLnByb3RvEglwYXJsZXkudjEirAEKBlRocmVhZBISCgpjb250ZXh0X2lkGAEgASgJEhUKDW1lc3NhZ2VfY291bnQYAiABKAMSFQoNbGFzdF9zZXF1ZW5jZRgDIAEoAxIvCgtjcmVhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLwoLdXBkYXRlX3RpbWUYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIqIBCg1UaHJlYWRNZXNzYWdlEhAKCHNlcXVlbmNlGAEgASgDEiMKB21lc3NhZ2UYAiABKAsyEi5sZi5hMmEudjEuTWVzc2FnZRIvCgtjcmVhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoKcHJvdmVuYW5jZRgEIAEoDjIVLnBhcmxleS52MS5Qcm92ZW5hbmNlIjsKEkxpc3RUaHJlYWRzUmVxdWVzdBIRCglwYWdlX3NpemUYASABKAUSEgoKcGFnZV90b2tlbhgCIAEoCSJSChNMaXN0VGhyZWFkc1Jlc3BvbnNlEiIKB3RocmVhZHMYASADKAsyES5wYXJsZXkudjEuVGhyZWFkEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJ8ChdHZXRUaHJlYWRIaXN0b3J5UmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJEiYKBW9yZGVyGAQgASgOMhcucGFybGV5LnYxLkhpc3RvcnlPcmRlciKCAQoYR2V0VGhyZWFkSGlzdG9yeVJlc3BvbnNlEiEKBnRocmVhZBgBIAEoCzIRLnBhcmxleS52MS5UaHJlYWQSKgoIbWVzc2FnZXMYAiADKAsyGC5wYXJsZXkudjEuVGhyZWFkTWVzc2FnZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAkiKQoTRGVsZXRlVGhyZWFkUmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJIkYKFERlbGV0ZVRocmVhZFJlc3BvbnNlEg8KB2RlbGV0ZWQYASABKAgSHQoVZGVsZXRlZF9tZXNzYWdlX2NvdW50GAIgASgDIikKE0V4cG9ydFRocmVhZFJlcXVlc3QSEgoKY29udGV4dF9pZBgBIAEoCSI/ChRFeHBvcnRUaHJlYWRSZXNwb25zZRInCgZyZWNvcmQYASABKAsyFy5wYXJsZXkudjEuVGhyZWFkUmVjb3JkIswBCgxUaHJlYWRSZWNvcmQSLwoGaGVhZGVyGAEgASgLMh0ucGFybGV5LnYxLlRocmVhZEV4cG9ydEhlYWRlckgAEi0KB21lc3NhZ2UYAiABKAsyGi5wYXJsZXkudjEuRXhwb3J0ZWRNZXNzYWdlSAASJwoEdGFzaxgDIAEoCzIXLnBhcmxleS52MS5FeHBvcnRlZFRhc2tIABIpCgNlbmQYBCABKAsyGi5wYXJsZXkudjEuVGhyZWFkRXhwb3J0RW5kSABCCAoGcmVjb3JkIqMBChJUaHJlYWRFeHBvcnRIZWFkZXISDgoGZm9ybWF0GAEgASgJEg8KB3ZlcnNpb24YAiABKAUSJwoGc291cmNlGAMgASgLMhcucGFybGV5LnYxLkV4cG9ydFNvdXJjZRISCgpjb250ZXh0X2lkGAQgASgJEi8KC2V4cG9ydF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI4CgxFeHBvcnRTb3VyY2USEAoIc29mdHdhcmUYASABKAkSFgoObWVzc2FnZV9zY2hlbWEYAiABKAkiyQEKD0V4cG9ydGVkTWVzc2FnZRIQCghzZXF1ZW5jZRgBIAEoAxISCgptZXNzYWdlX2lkGAIgASgJEikKCnByb3ZlbmFuY2UYAyABKA4yFS5wYXJsZXkudjEuUHJvdmVuYW5jZRIPCgd0YXNrX2lkGAQgASgJEi8KC2NyZWF0ZV90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIjCgdtZXNzYWdlGAYgASgLMhIubGYuYTJhLnYxLk1lc3NhZ2UilAEKDEV4cG9ydGVkVGFzaxIPCgd0YXNrX2lkGAEgASgJEiMKBXN0YXRlGAIgASgOMhQubGYuYTJhLnYxLlRhc2tTdGF0ZRIvCgt1cGRhdGVfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHQoEdGFzaxgEIAEoCzIPLmxmLmEyYS52MS5UYXNrIjwKD1RocmVhZEV4cG9ydEVuZBIVCg1tZXNzYWdlX2NvdW50GAEgASgDEhIKCnRhc2tfY291bnQYAiABKAMiYwoTSW1wb3J0VGhyZWFkUmVxdWVzdBISCgpjb250ZXh0X2lkGAEgASgJEigKB3JlY29yZHMYAiADKAsyFy5wYXJsZXkudjEuVGhyZWFkUmVjb3JkEg4KBmFwcGVuZBgDIAEoCCK/AQoUSW1wb3J0VGhyZWFkUmVzcG9uc2USEgoKY29udGV4dF9pZBgBIAEoCRIbChNhZGRlZF9tZXNzYWdlX2NvdW50GAIgASgDEh0KFXNraXBwZWRfbWVzc2FnZV9jb3VudBgDIAEoAxIYChBhZGRlZF90YXNrX2NvdW50GAQgASgDEhoKEnNraXBwZWRfdGFza19jb3VudBgFIAEoAxIhCgZ0aHJlYWQYBiABKAsyES5wYXJsZXkudjEuVGhyZWFkKooBCgpQcm92ZW5hbmNlEhoKFlBST1ZFTkFOQ0VfVU5TUEVDSUZJRUQQABITCg9QUk9WRU5BTkNFX1VTRVIQARIUChBQUk9WRU5BTkNFX0FHRU5UEAISHAoYUFJPVkVOQU5DRV9JTlRFUl9TRVNTSU9OEAMSFwoTUFJPVkVOQU5DRV9JTVBPUlRFRBAEKm0KDEhpc3RvcnlPcmRlchIdChlISVNUT1JZX09SREVSX1VOU1BFQ0lGSUVEEAASHgoaSElTVE9SWV9PUkRFUl9ORVdFU1RfRklSU1QQARIeChpISVNUT1JZX09SREVSX09MREVTVF9GSVJTVBACMq8DCg1UaHJlYWRTZXJ2aWNlEkwKC0xpc3RUaHJlYWRzEh0ucGFybGV5LnYxLkxpc3RUaHJlYWRzUmVxdWVzdBoeLnBhcmxleS52MS5MaXN0VGhyZWFkc1Jlc3BvbnNlElsKEEdldFRocmVhZEhpc3RvcnkSIi5wYXJsZXkudjEuR2V0VGhyZWFkSGlzdG9yeVJlcXVlc3QaIy5wYXJsZXkudjEuR2V0VGhyZWFkSGlzdG9yeVJlc3BvbnNlEk8KDERlbGV0ZVRocmVhZBIeLnBhcmxleS52MS5EZWxldGVUaHJlYWRSZXF1ZXN0Gh8ucGFybGV5LnYxLkRlbGV0ZVRocmVhZFJlc3BvbnNlElEKDEV4cG9ydFRocmVhZBIeLnBhcmxleS52MS5FeHBvcnRUaHJlYWRSZXF1ZXN0Gh8ucGFybGV5LnYxLkV4cG9ydFRocmVhZFJlc3BvbnNlMAESTwoMSW1wb3J0VGhyZWFkEh4ucGFybGV5LnYxLkltcG9ydFRocmVhZFJlcXVlc3QaHy5wYXJsZXkudjEuSW1wb3J0VGhyZWFkUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_lf_a2a_v1_a2a]);
 
 /**
  * A conversation's summary.
@@ -294,6 +294,396 @@ export const DeleteThreadResponseSchema: GenMessage<DeleteThreadResponse> = /*@_
   messageDesc(file_parley_v1_thread, 7);
 
 /**
+ * Request of ExportThread.
+ *
+ * @generated from message parley.v1.ExportThreadRequest
+ */
+export type ExportThreadRequest = Message<"parley.v1.ExportThreadRequest"> & {
+  /**
+   * The conversation's contextId.
+   *
+   * @generated from field: string context_id = 1;
+   */
+  contextId: string;
+};
+
+/**
+ * Describes the message parley.v1.ExportThreadRequest.
+ * Use `create(ExportThreadRequestSchema)` to create a new message.
+ */
+export const ExportThreadRequestSchema: GenMessage<ExportThreadRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 8);
+
+/**
+ * One streamed record of ExportThread.
+ *
+ * @generated from message parley.v1.ExportThreadResponse
+ */
+export type ExportThreadResponse = Message<"parley.v1.ExportThreadResponse"> & {
+  /**
+   * The record, in file order.
+   *
+   * @generated from field: parley.v1.ThreadRecord record = 1;
+   */
+  record?: ThreadRecord | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ExportThreadResponse.
+ * Use `create(ExportThreadResponseSchema)` to create a new message.
+ */
+export const ExportThreadResponseSchema: GenMessage<ExportThreadResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 9);
+
+/**
+ * One record of an exported conversation. Its ProtoJSON is one line of the
+ * parley.thread JSONL format (see packages/client/README.md).
+ *
+ * @generated from message parley.v1.ThreadRecord
+ */
+export type ThreadRecord = Message<"parley.v1.ThreadRecord"> & {
+  /**
+   * What the record is.
+   *
+   * @generated from oneof parley.v1.ThreadRecord.record
+   */
+  record: {
+    /**
+     * The first record.
+     *
+     * @generated from field: parley.v1.ThreadExportHeader header = 1;
+     */
+    value: ThreadExportHeader;
+    case: "header";
+  } | {
+    /**
+     * One stored message, in sequence order.
+     *
+     * @generated from field: parley.v1.ExportedMessage message = 2;
+     */
+    value: ExportedMessage;
+    case: "message";
+  } | {
+    /**
+     * One task of the conversation, after the messages.
+     *
+     * @generated from field: parley.v1.ExportedTask task = 3;
+     */
+    value: ExportedTask;
+    case: "task";
+  } | {
+    /**
+     * The last record: a file without it is incomplete.
+     *
+     * @generated from field: parley.v1.ThreadExportEnd end = 4;
+     */
+    value: ThreadExportEnd;
+    case: "end";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message parley.v1.ThreadRecord.
+ * Use `create(ThreadRecordSchema)` to create a new message.
+ */
+export const ThreadRecordSchema: GenMessage<ThreadRecord> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 10);
+
+/**
+ * The first record of an export.
+ *
+ * @generated from message parley.v1.ThreadExportHeader
+ */
+export type ThreadExportHeader = Message<"parley.v1.ThreadExportHeader"> & {
+  /**
+   * "parley.thread".
+   *
+   * @generated from field: string format = 1;
+   */
+  format: string;
+
+  /**
+   * 1 for this layout; an importer refuses versions it does not know.
+   *
+   * @generated from field: int32 version = 2;
+   */
+  version: number;
+
+  /**
+   * Where the records come from (never the tenant).
+   *
+   * @generated from field: parley.v1.ExportSource source = 3;
+   */
+  source?: ExportSource | undefined;
+
+  /**
+   * The conversation's contextId where it was exported from.
+   *
+   * @generated from field: string context_id = 4;
+   */
+  contextId: string;
+
+  /**
+   * When the export was made (the one field that differs between two exports of the same data).
+   *
+   * @generated from field: google.protobuf.Timestamp export_time = 5;
+   */
+  exportTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ThreadExportHeader.
+ * Use `create(ThreadExportHeaderSchema)` to create a new message.
+ */
+export const ThreadExportHeaderSchema: GenMessage<ThreadExportHeader> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 11);
+
+/**
+ * Tenant-independent facts about the exporter.
+ *
+ * @generated from message parley.v1.ExportSource
+ */
+export type ExportSource = Message<"parley.v1.ExportSource"> & {
+  /**
+   * "parley" for ExportThread; "legacy-jsonl" for a log converted by `parley threads import-legacy`.
+   *
+   * @generated from field: string software = 1;
+   */
+  software: string;
+
+  /**
+   * The schema of the messages: "lf.a2a.v1.Message".
+   *
+   * @generated from field: string message_schema = 2;
+   */
+  messageSchema: string;
+};
+
+/**
+ * Describes the message parley.v1.ExportSource.
+ * Use `create(ExportSourceSchema)` to create a new message.
+ */
+export const ExportSourceSchema: GenMessage<ExportSource> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 12);
+
+/**
+ * One stored message with everything Parley keeps of it.
+ *
+ * @generated from message parley.v1.ExportedMessage
+ */
+export type ExportedMessage = Message<"parley.v1.ExportedMessage"> & {
+  /**
+   * Its position in the exported thread (1 for the first).
+   *
+   * @generated from field: int64 sequence = 1;
+   */
+  sequence: bigint;
+
+  /**
+   * The id the message was stored under (its retry identity).
+   *
+   * @generated from field: string message_id = 2;
+   */
+  messageId: string;
+
+  /**
+   * Who wrote it.
+   *
+   * @generated from field: parley.v1.Provenance provenance = 3;
+   */
+  provenance: Provenance;
+
+  /**
+   * The task it belongs to; empty when none.
+   *
+   * @generated from field: string task_id = 4;
+   */
+  taskId: string;
+
+  /**
+   * When it was stored (milliseconds are kept exactly).
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 5;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * The raw message: role, every part (text, raw bytes, url, data), metadata, extensions.
+   *
+   * @generated from field: lf.a2a.v1.Message message = 6;
+   */
+  message?: Message$1 | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ExportedMessage.
+ * Use `create(ExportedMessageSchema)` to create a new message.
+ */
+export const ExportedMessageSchema: GenMessage<ExportedMessage> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 13);
+
+/**
+ * One task of the exported conversation.
+ *
+ * @generated from message parley.v1.ExportedTask
+ */
+export type ExportedTask = Message<"parley.v1.ExportedTask"> & {
+  /**
+   * The task's id.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * The state the store lists it under.
+   *
+   * @generated from field: lf.a2a.v1.TaskState state = 2;
+   */
+  state: TaskState;
+
+  /**
+   * The time the store lists it under (milliseconds are kept exactly).
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 3;
+   */
+  updateTime?: Timestamp | undefined;
+
+  /**
+   * The task as stored: status, artifacts, history, metadata.
+   *
+   * @generated from field: lf.a2a.v1.Task task = 4;
+   */
+  task?: Task | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ExportedTask.
+ * Use `create(ExportedTaskSchema)` to create a new message.
+ */
+export const ExportedTaskSchema: GenMessage<ExportedTask> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 14);
+
+/**
+ * The last record of an export, for spotting a truncated file.
+ *
+ * @generated from message parley.v1.ThreadExportEnd
+ */
+export type ThreadExportEnd = Message<"parley.v1.ThreadExportEnd"> & {
+  /**
+   * How many message records precede it.
+   *
+   * @generated from field: int64 message_count = 1;
+   */
+  messageCount: bigint;
+
+  /**
+   * How many task records precede it.
+   *
+   * @generated from field: int64 task_count = 2;
+   */
+  taskCount: bigint;
+};
+
+/**
+ * Describes the message parley.v1.ThreadExportEnd.
+ * Use `create(ThreadExportEndSchema)` to create a new message.
+ */
+export const ThreadExportEndSchema: GenMessage<ThreadExportEnd> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 15);
+
+/**
+ * Request of ImportThread.
+ *
+ * @generated from message parley.v1.ImportThreadRequest
+ */
+export type ImportThreadRequest = Message<"parley.v1.ImportThreadRequest"> & {
+  /**
+   * Where to import; empty means the header's context_id.
+   *
+   * @generated from field: string context_id = 1;
+   */
+  contextId: string;
+
+  /**
+   * The records of one export: the header first, the end record last.
+   *
+   * @generated from field: repeated parley.v1.ThreadRecord records = 2;
+   */
+  records: ThreadRecord[];
+
+  /**
+   * Add the file's new messages after the thread's own, even when it holds messages the file does not carry.
+   *
+   * @generated from field: bool append = 3;
+   */
+  append: boolean;
+};
+
+/**
+ * Describes the message parley.v1.ImportThreadRequest.
+ * Use `create(ImportThreadRequestSchema)` to create a new message.
+ */
+export const ImportThreadRequestSchema: GenMessage<ImportThreadRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 16);
+
+/**
+ * Response of ImportThread.
+ *
+ * @generated from message parley.v1.ImportThreadResponse
+ */
+export type ImportThreadResponse = Message<"parley.v1.ImportThreadResponse"> & {
+  /**
+   * The conversation imported into.
+   *
+   * @generated from field: string context_id = 1;
+   */
+  contextId: string;
+
+  /**
+   * Messages written.
+   *
+   * @generated from field: int64 added_message_count = 2;
+   */
+  addedMessageCount: bigint;
+
+  /**
+   * Messages the thread already held (skipped).
+   *
+   * @generated from field: int64 skipped_message_count = 3;
+   */
+  skippedMessageCount: bigint;
+
+  /**
+   * Tasks written.
+   *
+   * @generated from field: int64 added_task_count = 4;
+   */
+  addedTaskCount: bigint;
+
+  /**
+   * Tasks the thread already held (skipped).
+   *
+   * @generated from field: int64 skipped_task_count = 5;
+   */
+  skippedTaskCount: bigint;
+
+  /**
+   * The thread after the import; absent when it has no messages.
+   *
+   * @generated from field: parley.v1.Thread thread = 6;
+   */
+  thread?: Thread | undefined;
+};
+
+/**
+ * Describes the message parley.v1.ImportThreadResponse.
+ * Use `create(ImportThreadResponseSchema)` to create a new message.
+ */
+export const ImportThreadResponseSchema: GenMessage<ImportThreadResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_thread, 17);
+
+/**
  * Where a stored message came from.
  *
  * @generated from enum parley.v1.Provenance
@@ -327,6 +717,14 @@ export enum Provenance {
    * @generated from enum value: PROVENANCE_INTER_SESSION = 3;
    */
   INTER_SESSION = 3,
+
+  /**
+   * Brought in by an operator from a log Parley did not write (an explicit
+   * legacy import): its origin is the operator's word, not Parley's record.
+   *
+   * @generated from enum value: PROVENANCE_IMPORTED = 4;
+   */
+  IMPORTED = 4,
 }
 
 /**
@@ -404,6 +802,32 @@ export const ThreadService: GenService<{
     methodKind: "unary";
     input: typeof DeleteThreadRequestSchema;
     output: typeof DeleteThreadResponseSchema;
+  },
+  /**
+   * Streams a conversation, losslessly, as the records of the parley.thread export format:
+   * a header, its messages oldest first, its tasks, and an end record with the counts.
+   * Refused with CONTEXT_BUSY while a task runs in the conversation.
+   *
+   * @generated from rpc parley.v1.ThreadService.ExportThread
+   */
+  exportThread: {
+    methodKind: "server_streaming";
+    input: typeof ExportThreadRequestSchema;
+    output: typeof ExportThreadResponseSchema;
+  },
+  /**
+   * Imports the records of one exported conversation in one atomic write, keeping
+   * sequence order and times. Idempotent: messages (same messageId and bytes) and
+   * tasks the thread already holds are skipped. Refused (FAILED_PRECONDITION) when
+   * the thread holds other messages unless `append` is set, and with CONTEXT_BUSY
+   * while a task runs in it.
+   *
+   * @generated from rpc parley.v1.ThreadService.ImportThread
+   */
+  importThread: {
+    methodKind: "unary";
+    input: typeof ImportThreadRequestSchema;
+    output: typeof ImportThreadResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_thread, 0);

@@ -1,0 +1,59 @@
+// What the export and import commands share: writing a file whole or not at all, reading one, and the exit code
+// of a refused import.
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ExitCode } from "../errors.js";
+import { ThreadFileError } from "../thread-file.js";
+import type { ImportTotals } from "../thread-transfer.js";
+import { totalsText } from "../thread-transfer.js";
+import { jsonLine } from "./output.js";
+
+/** Writes to `out` through a temporary file renamed into place, so a failed export leaves no partial file; or to stdout. */
+export function writeExport(out: string | undefined, lines: readonly string[]): void {
+  if (out === undefined) {
+    process.stdout.write(lines.join(""));
+    return;
+  }
+  const temporary = `${out}.partial-${process.pid}`;
+  writeFileSync(temporary, lines.join(""));
+  renameSync(temporary, out);
+}
+
+/** The text of a file to import; its name goes into every line-numbered error. */
+export function readImportFile(file: string): string {
+  return readFileSync(file, "utf8");
+}
+
+/** Prefixes a file error with the file name (`FILE:LINE: reason`). */
+export function inFile<T>(file: string, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (error instanceof ThreadFileError) throw new ThreadFileError(error.line, error.reason, file);
+    throw error;
+  }
+}
+
+/**
+ * Runs an import and prints its totals; a refusal to merge (FAILED_PRECONDITION:
+ * the thread holds other messages, or a task id is another thread's) exits 4,
+ * a conflict, like a busy thread.
+ */
+export async function reportImport(json: boolean | undefined, work: () => Promise<ImportTotals[]>): Promise<number> {
+  let results: ImportTotals[];
+  try {
+    results = await work();
+  } catch (error) {
+    if (error instanceof ConnectError && error.code === Code.FailedPrecondition) {
+      process.stderr.write(`parley: ${error.rawMessage} (${Code[error.code]})\n`);
+      if (json) jsonLine({ type: "error", exitCode: ExitCode.busy, message: error.rawMessage });
+      return ExitCode.busy;
+    }
+    throw error;
+  }
+  for (const t of results) {
+    if (json) jsonLine({ type: "imported", ...t });
+    else process.stdout.write(totalsText(t));
+  }
+  return ExitCode.ok;
+}
