@@ -25,10 +25,12 @@ const legacyLine = z.looseObject({
 /** ISO 8601 text, or a number of seconds since the epoch (Python's time.time()), or of milliseconds when >= 1e11. */
 function timeOf(line: number, value: string | number | undefined, fallback: number): number {
   if (value === undefined) return fallback;
-  const ms =
-    typeof value === "number" ? Math.round(value < 1e11 ? value * 1000 : value) : Date.parse(value);
+  const ms = typeof value === "number" ? Math.round(value < 1e11 ? value * 1000 : value) : Date.parse(value);
   if (!Number.isSafeInteger(ms) || ms < 0) {
-    throw new ThreadFileError(line, `timestamp ${JSON.stringify(value)} is not a time (ISO 8601 or seconds since 1970)`);
+    throw new ThreadFileError(
+      line,
+      `timestamp ${JSON.stringify(value)} is not a time (ISO 8601 or seconds since 1970)`,
+    );
   }
   return ms;
 }

@@ -161,7 +161,10 @@ export function parseTenantFile(text: string): { header: TenantHeader; threads: 
   if (!first) throw new ThreadFileError(1, "the file is empty");
   const raw = parseJson(1, first.text) as { format?: unknown; version?: unknown; header?: unknown } | null;
   if (raw?.header !== undefined) {
-    throw new ThreadFileError(1, `this is a ${threadFormat.name} file (one thread): import it with parley threads import`);
+    throw new ThreadFileError(
+      1,
+      `this is a ${threadFormat.name} file (one thread): import it with parley threads import`,
+    );
   }
   if (raw?.format !== tenantFormat.name || raw?.version !== tenantFormat.version) {
     throw new ThreadFileError(
@@ -171,7 +174,10 @@ export function parseTenantFile(text: string): { header: TenantHeader; threads: 
   }
   const parsed = tenantHeaderSchema.safeParse(raw);
   if (!parsed.success) {
-    throw new ThreadFileError(1, parsed.error.issues.map((i) => `${i.path.join(".") || "header"}: ${i.message}`).join("; "));
+    throw new ThreadFileError(
+      1,
+      parsed.error.issues.map((i) => `${i.path.join(".") || "header"}: ${i.message}`).join("; "),
+    );
   }
   const threads: ThreadExport[] = [];
   let at = 1;

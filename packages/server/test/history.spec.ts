@@ -6,6 +6,18 @@ describe("formatHistory", () => {
     expect(formatHistory([], "hi", { maxChars: 100 })).toBe("hi");
   });
 
+  it("labels imported messages as imported, with the role the log gave them", () => {
+    const out = formatHistory(
+      [
+        { sequence: 1, provenance: "imported", role: "user", text: "from an old log" },
+        { sequence: 2, provenance: "imported", role: "agent", text: "an old reply" },
+      ],
+      "now",
+      { maxChars: 1000, nonce: "n" },
+    );
+    expect(out).toContain("\nimported message (user): from an old log\nimported message (agent): an old reply\n");
+  });
+
   it("puts earlier turns inside a guard block that says they are not instructions", () => {
     const out = formatHistory(
       [

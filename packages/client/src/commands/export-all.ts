@@ -25,7 +25,8 @@ export function registerTenantTransferCommands(program: Command, run: RunCommand
     .exitOverride()
     .action((options: { all?: boolean; out?: string }) =>
       run(async (context) => {
-        if (!options.all) throw new UsageError("name --all to export every thread (one thread: parley threads export ID)");
+        if (!options.all)
+          throw new UsageError("name --all to export every thread (one thread: parley threads export ID)");
         const client = context.client();
         const contextIds: string[] = [];
         let pageToken = "";

@@ -46,18 +46,17 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
     .option("--json", "print the totals as one JSON object")
     .addHelpText("after", formatHelp + exitCodeHelp)
     .exitOverride()
-    .action(
-      (file: string, options: { context?: string; append?: boolean; batchBytes?: number; json?: boolean }) =>
-        run(async (context) => {
-          const exported = inFile(file, () => parseThreadFile(readImportFile(file)));
-          return reportImport(options.json, async () => [
-            await importThreadRecords(context.client(), exported.records, {
-              ...(options.context !== undefined ? { contextId: options.context } : {}),
-              append: options.append === true,
-              ...(options.batchBytes !== undefined ? { batchBytes: options.batchBytes } : {}),
-            }),
-          ]);
-        }),
+    .action((file: string, options: { context?: string; append?: boolean; batchBytes?: number; json?: boolean }) =>
+      run(async (context) => {
+        const exported = inFile(file, () => parseThreadFile(readImportFile(file)));
+        return reportImport(options.json, async () => [
+          await importThreadRecords(context.client(), exported.records, {
+            ...(options.context !== undefined ? { contextId: options.context } : {}),
+            append: options.append === true,
+            ...(options.batchBytes !== undefined ? { batchBytes: options.batchBytes } : {}),
+          }),
+        ]);
+      }),
     );
 
   threads

@@ -1,37 +1,13 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import {
-  HistoryOrder,
-  MessageSchema,
-  Provenance,
-  type Thread,
-  ThreadMessageSchema,
-  ThreadSchema,
-  type ThreadService,
-} from "@parley/proto";
-import type { StoredMessage, ThreadMeta, ThreadStore } from "@parley/store";
+import { HistoryOrder, MessageSchema, ThreadMessageSchema, type ThreadService } from "@parley/proto";
+import type { StoredMessage, ThreadStore } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { contextBusy, fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import { createThreadTransfer } from "./thread-transfer.js";
-
-export const provenances = {
-  user: Provenance.USER,
-  agent: Provenance.AGENT,
-  "inter-session": Provenance.INTER_SESSION,
-  imported: Provenance.IMPORTED,
-} as const;
-
-export function threadFromMeta(meta: ThreadMeta): Thread {
-  return create(ThreadSchema, {
-    contextId: meta.contextId,
-    messageCount: BigInt(meta.messageCount),
-    lastSequence: BigInt(meta.lastSequence),
-    createTime: timestampFromMs(meta.createdAt),
-    updateTime: timestampFromMs(meta.updatedAt),
-  });
-}
+import { provenances, threadFromMeta } from "./thread-wire.js";
 
 function threadMessage(contextId: string, stored: StoredMessage) {
   const message = fromBinary(MessageSchema, stored.payload);

@@ -9,17 +9,17 @@ import {
   type ExportThreadResponse,
   ExportThreadResponseSchema,
   MessageSchema,
-  Provenance,
+  type Provenance,
+  TaskSchema,
   type ThreadRecord,
   type ThreadRecordSchema,
   type ThreadService,
-  TaskSchema,
 } from "@parley/proto";
 import type { ImportedMessage, Provenance as StoredProvenance, TaskRecord, ThreadStore } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { contextBusy, fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
-import { provenances, threadFromMeta } from "./thread-service.js";
+import { provenances, threadFromMeta } from "./thread-wire.js";
 
 /** The format name and version written in every header; an importer refuses any other. */
 export const threadFormat = { name: "parley.thread", version: 1 } as const;

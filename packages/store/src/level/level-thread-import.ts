@@ -56,7 +56,8 @@ export async function importThread(
     if (meta) {
       const lists = [...idLists.values()];
       const raws = await ctx.db.getMany(lists.map((l) => l.key));
-      for (const [i, l] of lists.entries()) l.entries.push(...decodeMessageIdEntries(l.key, raws[i], meta.lastSequence));
+      for (const [i, l] of lists.entries())
+        l.entries.push(...decodeMessageIdEntries(l.key, raws[i], meta.lastSequence));
     }
     const added: StoredMessage[] = [];
     const matched = new Set<number>();

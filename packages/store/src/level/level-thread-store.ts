@@ -87,7 +87,15 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     return p;
   }
 
-  const jobs = { append, importMessages, importThread, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
+  const jobs = {
+    append,
+    importMessages,
+    importThread,
+    ...threadReads,
+    ...threadDeletes,
+    ...taskJobs,
+    ...pushConfigJobs,
+  };
   const keyspace: LevelKeyspace = {
     path: claim.realPath,
     write: (ops) => op("write", () => ctx.write(ops)),
