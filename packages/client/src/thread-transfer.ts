@@ -12,7 +12,15 @@ export const defaultBatchBytes = 512 * 1024;
 export async function exportThreadLines(client: ParleyClient, contextId: string): Promise<string[]> {
   const lines: string[] = [];
   for await (const response of client.threads.exportThread({ contextId })) {
-    if (response.record) lines.push(recordLine(response.record));
+    const record = response.record;
+    if (!record) continue;
+    try {
+      lines.push(recordLine(record));
+    } catch (error) {
+      // ProtoJSON cannot write every binary message (a google.protobuf.Value with no kind set, for one).
+      const what = record.record.case === "message" ? `message ${record.record.value.sequence}` : record.record.case;
+      throw new Error(`${contextId}: ${what} cannot be written as ProtoJSON: ${(error as Error).message}`);
+    }
   }
   return lines;
 }

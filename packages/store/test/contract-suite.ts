@@ -195,22 +195,24 @@ export function storeContract(name: string, factory: BackendFactory): void {
             imported("a", 10, { taskId: "t1" }),
             imported("b", 20, { provenance: "agent" }),
             imported("c", 30, { provenance: "imported" }),
+            imported("d", 40, { provenance: "inter-session" }),
           ],
           tasks: [ctxTask("t1")],
           mode: "empty",
         });
-        expect(result).toMatchObject({ added: 3, skipped: 0, tasksAdded: 1, tasksSkipped: 0 });
-        expect(result.thread).toMatchObject({ messageCount: 3, lastSequence: 3, updatedAt: clock.now() });
+        expect(result).toMatchObject({ added: 4, skipped: 0, tasksAdded: 1, tasksSkipped: 0 });
+        expect(result.thread).toMatchObject({ messageCount: 4, lastSequence: 4, updatedAt: clock.now() });
         const page = await store.readMessages(key, { order: "oldest-first", limit: 10 });
         expect(page.messages).toEqual([
           { sequence: 1, messageId: "a", provenance: "user", taskId: "t1", payload: text("a"), createdAt: 10 },
           { sequence: 2, messageId: "b", provenance: "agent", payload: text("b"), createdAt: 20 },
           { sequence: 3, messageId: "c", provenance: "imported", payload: text("c"), createdAt: 30 },
+          { sequence: 4, messageId: "d", provenance: "inter-session", payload: text("d"), createdAt: 40 },
         ]);
         expect(await store.getTask("acme", "t1")).toEqual(ctxTask("t1"));
         // An append after the import continues the sequence and sees imported messages as retries.
         expect((await store.append(key, msg("a"))).duplicate).toBe(true);
-        expect((await store.append(key, msg("d"))).message.sequence).toBe(4);
+        expect((await store.append(key, msg("e"))).message.sequence).toBe(5);
       });
 
       it("is idempotent: importing the same data again adds nothing", async () => {
@@ -239,6 +241,21 @@ export function storeContract(name: string, factory: BackendFactory): void {
           [1, "own", tail[0]!.createdAt],
           [2, "a", 1],
         ]);
+      });
+
+      it("orders an import and concurrent appends to the same thread without gaps", async () => {
+        const { store } = await open();
+        await store.append(key, msg("first"));
+        const messages = Array.from({ length: 50 }, (_, i) => imported(`i${i}`, i));
+        await Promise.all([
+          store.importThread(key, { messages, tasks: [], mode: "append" }),
+          ...Array.from({ length: 20 }, (_, i) => store.append(key, msg(`a${i}`))),
+        ]);
+        const page = await store.readMessages(key, { order: "oldest-first", limit: 100 });
+        expect(page.messages.map((m) => m.sequence)).toEqual(Array.from({ length: 71 }, (_, i) => i + 1));
+        const importedOnes = page.messages.filter((m) => m.messageId.startsWith("i")).map((m) => m.messageId);
+        expect(importedOnes).toEqual(messages.map((m) => m.messageId));
+        expect(await store.getThread(key)).toMatchObject({ messageCount: 71, lastSequence: 71 });
       });
 
       it("refuses a task id that belongs to another thread of the tenant", async () => {
