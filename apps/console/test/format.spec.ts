@@ -39,6 +39,7 @@ describe("format", () => {
       });
     expect(provenanceLabel(stored(Provenance.USER))).toBe("user");
     expect(provenanceLabel(stored(Provenance.AGENT))).toBe("agent");
+    expect(provenanceLabel(stored(Provenance.IMPORTED))).toBe("imported");
     expect(provenanceLabel(stored(Provenance.INTER_SESSION))).toBe("inter-session");
     expect(provenanceLabel(stored(Provenance.INTER_SESSION, { parley: { session: { phase: "announce" } } }))).toBe(
       "announce",

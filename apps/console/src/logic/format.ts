@@ -107,6 +107,9 @@ export function provenanceLabel(entry: Pick<ThreadMessage, "provenance" | "messa
       return "agent";
     case Provenance.INTER_SESSION:
       return "inter-session";
+    case Provenance.IMPORTED:
+      // Brought in from a legacy log by an operator: shown apart from what Parley recorded itself.
+      return "imported";
     default:
       return "unrecorded";
   }

@@ -12,7 +12,8 @@ import { inFile, readImportFile, reportImport, writeExport } from "./transfer-ou
 const tenantHelp = `
 File format: parley.tenant version 1: a header line {"format":"parley.tenant","version":1,
 "exportTime":...,"threadCount":N}, then N parley.thread exports, by contextId. The tenant
-itself is not in the file: an import writes into the tenant of the token it runs with.`;
+itself is not in the file: an import writes into the tenant of the token it runs with.
+`;
 
 /** Adds `parley export --all` and `parley import`. */
 export function registerTenantTransferCommands(program: Command, run: RunCommand): void {

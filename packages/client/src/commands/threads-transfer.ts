@@ -18,7 +18,8 @@ export function parseBatchBytes(value: string): number {
 
 const formatHelp = `
 File format: parley.thread version 1, JSON Lines (see packages/client/README.md, "Thread files"):
-a header line, one line per message (oldest first), one per task, an end line.`;
+a header line, one line per message (oldest first), one per task, an end line.
+`;
 
 /** Adds export, import and import-legacy under `parley threads`. */
 export function registerThreadTransferCommands(threads: Command, run: RunCommand): void {
@@ -71,8 +72,9 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
       `
 Every message is stored with provenance IMPORTED (shown as such by threads show and in the
 history block agents see), with the log's line and original object in its metadata. The
-log's role must be user, assistant or agent; timestamp is ISO 8601 or seconds since 1970.
-Importing the same log again adds nothing.${exitCodeHelp}`,
+log's role must be user, assistant or agent; timestamp is ISO 8601, or a number of seconds
+since 1970 (milliseconds when it is 1e11 or more). Importing the same log again adds nothing.
+${exitCodeHelp}`,
     )
     .exitOverride()
     .action((file: string, options: { context: string; append?: boolean; json?: boolean }) =>
