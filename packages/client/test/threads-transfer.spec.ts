@@ -37,6 +37,7 @@ let levelA: TestServer;
 let postgresB: TestServer;
 let levelC: TestServer;
 let slow: TestServer;
+let pgUrl: string;
 
 function parley(server: TestServer, args: string[]): Promise<CliResult> {
   return runCli(["--server", server.baseUrl, "--protocol", "grpc", ...args], {
@@ -60,7 +61,8 @@ beforeAll(async () => {
   writeFileSync(file("none.json"), "{}");
   writeFileSync(file("legacy.jsonl"), `${legacyLog}\n`);
   levelA = await startServer({ PARLEY_ECHO_INPUT: "framed" });
-  postgresB = await startServer({ PARLEY_STORE_URL: await createDatabase() });
+  pgUrl = await createDatabase();
+  postgresB = await startServer({ PARLEY_STORE_URL: pgUrl });
   levelC = await startServer();
   slow = await startServer({ PARLEY_ECHO_DELAY_MS: "2000" });
 }, 60_000);
@@ -324,6 +326,39 @@ describe("parley threads export / import", () => {
     while (!(await iterator.next()).done) {}
     client.close();
     expect((await parley(slow, ["threads", "export", "busy"])).code).toBe(0);
+  });
+
+  it("sees a task running on another PostgreSQL replica as busy too (its lease)", async () => {
+    const replica = await startServer({ PARLEY_STORE_URL: pgUrl, PARLEY_ECHO_DELAY_MS: "2000" });
+    const client = createParleyClient({ baseUrl: replica.baseUrl, protocol: "grpc" });
+    try {
+      const stream = client.a2a.sendStreamingMessage({
+        message: {
+          messageId: "slow-pg",
+          contextId: "busy-pg",
+          role: Role.USER,
+          parts: [{ content: { case: "text", value: "slowly" } }],
+        },
+      });
+      const iterator = stream[Symbol.asyncIterator]();
+      const started = await iterator.next();
+      const taskId = started.value?.payload.case === "task" ? started.value.payload.value.id : "";
+      const imported = await parley(postgresB, [
+        "threads",
+        "import-legacy",
+        file("legacy.jsonl"),
+        "--context",
+        "busy-pg",
+        "--append",
+      ]);
+      expect(imported.code).toBe(4);
+      expect(imported.stderr).toContain(`context "busy-pg" is busy: task ${taskId} is still running`);
+      await client.a2a.cancelTask({ id: taskId });
+      while (!(await iterator.next()).done) {}
+    } finally {
+      client.close();
+      await replica.close();
+    }
   });
 
   it("imports an export larger than one request in several, with the same result", async () => {

@@ -214,7 +214,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         resumable,
       }),
     },
-    { service: ThreadService, impl: createThreadServiceImpl({ store, engine }) },
+    { service: ThreadService, impl: createThreadServiceImpl({ store, engine, leases: backend.leases }) },
     { service: SessionService, impl: sessionService },
     { service: TargetService, impl: createTargetServiceImpl({ store, agents, peers: config.peers }) },
     {

@@ -2,7 +2,7 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { HistoryOrder, MessageSchema, ThreadMessageSchema, type ThreadService } from "@parley/proto";
-import type { StoredMessage, ThreadStore } from "@parley/store";
+import type { ContextLeases, StoredMessage, ThreadStore } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { contextBusy, fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
@@ -36,6 +36,8 @@ function requireContextId(contextId: string): string {
 export function createThreadServiceImpl(deps: {
   store: ThreadStore;
   engine: Engine;
+  /** The backend's context leases, for the busy guard of export and import across replicas. */
+  leases?: ContextLeases;
 }): ServiceImpl<typeof ThreadService> {
   const { store, engine } = deps;
   return {

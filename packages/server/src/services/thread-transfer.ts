@@ -15,7 +15,14 @@ import {
   type ThreadRecordSchema,
   type ThreadService,
 } from "@parley/proto";
-import type { ImportedMessage, Provenance as StoredProvenance, TaskRecord, ThreadStore } from "@parley/store";
+import type {
+  ContextLeases,
+  ImportedMessage,
+  Provenance as StoredProvenance,
+  TaskRecord,
+  ThreadKey,
+  ThreadStore,
+} from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { contextBusy, fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
@@ -46,15 +53,29 @@ function record(value: MessageInitShape<typeof ThreadRecordSchema>["record"]): E
 export function createThreadTransfer(deps: {
   store: ThreadStore;
   engine: Engine;
+  /** The backend's context leases: a task running on another replica holds one. */
+  leases?: ContextLeases;
 }): Pick<ServiceImpl<typeof ThreadService>, "exportThread" | "importThread"> {
-  const { store, engine } = deps;
+  const { store, engine, leases } = deps;
+  /**
+   * The busy guard of export and import: a task running here (the engine's
+   * guard) or on any replica (its live lease). This is a check, not a hold: a
+   * send that starts during an import lands in the store's order; in the
+   * default mode the import then refuses (the thread holds a message the file
+   * does not carry), with --append its messages follow the import's.
+   */
+  async function refuseBusy(key: ThreadKey, doing: string): Promise<void> {
+    const running = engine.busyRun(key.tenant, key.contextId);
+    if (running) throw contextBusy(key.contextId, running.taskId, doing);
+    const holder = leases ? await fromStore(leases.holder(key)) : undefined;
+    if (holder) throw contextBusy(key.contextId, holder.taskId, doing);
+  }
   return {
     async *exportThread(req, ctx) {
       if (req.contextId === "") throw invalidArgument("contextId is required");
       const key = { tenant: callerOf(ctx).tenant, contextId: req.contextId };
       // A snapshot of a conversation in the middle of a turn would hold a task that no executor owns once imported.
-      const running = engine.busyRun(key.tenant, key.contextId);
-      if (running) throw contextBusy(key.contextId, running.taskId, "export it");
+      await refuseBusy(key, "export it");
       const meta = await fromStore(store.getThread(key));
       if (!meta)
         throw new ConnectError(`no conversation with contextId ${JSON.stringify(req.contextId)}`, Code.NotFound);
@@ -127,8 +148,7 @@ export function createThreadTransfer(deps: {
       const parsed = parseRecords(req.records);
       const contextId = req.contextId !== "" ? req.contextId : parsed.contextId;
       if (contextId === "") throw invalidArgument("contextId is required (in the request or the header)");
-      const running = engine.busyRun(tenant, contextId);
-      if (running) throw contextBusy(contextId, running.taskId, "import into it");
+      await refuseBusy({ tenant, contextId }, "import into it");
       const messages: ImportedMessage[] = parsed.messages.map(({ value: m, at }) => {
         const message = m.message!;
         message.contextId = contextId;
