@@ -203,7 +203,7 @@ describe("parley threads export / import", () => {
     expect(task.contextId).toBe("trip");
   });
 
-  it("moves a whole tenant LevelDB -> PostgreSQL and exports it again byte for byte", async () => {
+  it("moves a whole tenant LevelDB -> PostgreSQL -> LevelDB and exports it again byte for byte", async () => {
     await sendRich(levelA, "second-thread");
     const out = await parley(levelA, ["export", "--all", "--out", file("tenant-a.jsonl")]);
     expect(out).toMatchObject({ code: 0, stderr: "" });
@@ -222,6 +222,15 @@ describe("parley threads export / import", () => {
     ]);
     expect((await parley(postgresB, ["export", "--all", "--out", file("tenant-b.jsonl")])).code).toBe(0);
     expect(withoutExportTimes(file("tenant-b.jsonl"))).toBe(withoutExportTimes(file("tenant-a.jsonl")));
+    // And back from PostgreSQL into a fresh LevelDB server.
+    const fresh = await startServer();
+    try {
+      expect((await parley(fresh, ["import", file("tenant-b.jsonl")])).code).toBe(0);
+      expect((await parley(fresh, ["export", "--all", "--out", file("tenant-c.jsonl")])).code).toBe(0);
+      expect(withoutExportTimes(file("tenant-c.jsonl"))).toBe(withoutExportTimes(file("tenant-a.jsonl")));
+    } finally {
+      await fresh.close();
+    }
     const noAll = await parley(postgresB, ["export"]);
     expect(noAll.code).toBe(2);
     expect(noAll.stderr).toContain("--all");
