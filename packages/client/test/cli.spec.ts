@@ -180,7 +180,7 @@ describe("parley threads", () => {
       parley(["threads", "show", contextId, "--oldest-first", "--limit", "2"]),
       parley(["threads", "show", contextId, "--limit", "1"]),
     ]);
-    expect(oldest.stdout).toBe(`[1] user: one\n[2] agent: one\n`);
+    expect(oldest.stdout).toMatch(/^\[1\] user: one\n\[2\] agent: one\nnext page token: [A-Za-z0-9_-]+\n$/);
     expect(newest.stdout).toMatch(/^\[4\] agent: /);
 
     const deleted = await parley(["threads", "delete", contextId]);

@@ -1,20 +1,15 @@
 import { toJson } from "@bufbuild/protobuf";
 import { Provenance, Role, ThreadSchema } from "@parley/proto";
-import { type Command, InvalidArgumentError } from "commander";
+import type { Command } from "commander";
 import { createConversation, partsText } from "../conversation.js";
 import { ExitCode } from "../errors.js";
 import type { RunCommand } from "./command-context.js";
 import { exitCodeHelp, jsonLine } from "./output.js";
+import { addPagingOptions, type PagingOptions, printPages } from "./paging.js";
 
-function parseLimit(max: number) {
-  return (value: string) => {
-    const n = Number(value);
-    if (!Number.isInteger(n) || n < 1 || n > max) {
-      throw new InvalidArgumentError(`expected a whole number from 1 to ${max}, got ${JSON.stringify(value)}`);
-    }
-    return n;
-  };
-}
+/** The server's page size maximums (proto/parley/v1/thread.proto): larger requests are refused, so the CLI pages. */
+const listThreadsMax = 100;
+const historyMax = 500;
 
 const roleNames: Readonly<Record<number, string>> = { [Role.USER]: "user", [Role.AGENT]: "agent" };
 
@@ -26,52 +21,69 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
     .addHelpText("after", exitCodeHelp)
     .exitOverride();
 
-  threads
-    .command("list")
-    .description("List threads, most recently updated first")
-    .option("--limit <n>", "how many threads (1-100)", parseLimit(100))
-    .option("--json", "print one JSON object per line")
+  addPagingOptions(
+    threads.command("list").description("List threads, most recently updated first, 20 unless --limit or --all"),
+    "threads",
+    20,
+  )
+    .option("--json", "print one JSON object per line (and a last {nextPageToken} line when there are more)")
     .addHelpText("after", exitCodeHelp)
     .exitOverride()
-    .action((options: { limit?: number; json?: boolean }) =>
+    .action((options: PagingOptions & { json?: boolean }) =>
       run(async (context) => {
-        const response = await context.client().threads.listThreads({ pageSize: options.limit ?? 0 });
-        for (const t of response.threads) {
-          if (options.json) jsonLine(toJson(ThreadSchema, t));
-          else {
-            const updated = t.updateTime ? new Date(Number(t.updateTime.seconds) * 1000).toISOString() : "";
-            process.stdout.write(`${t.contextId}  ${t.messageCount} messages  ${updated}\n`);
-          }
-        }
-        if (!options.json && response.threads.length === 0) process.stdout.write("no threads\n");
+        const client = context.client();
+        const { printed } = await printPages(
+          options,
+          { defaultLimit: 20, serverMax: listThreadsMax },
+          async (pageSize, pageToken) => {
+            const response = await client.threads.listThreads({ pageSize, pageToken });
+            return { items: response.threads, nextPageToken: response.nextPageToken };
+          },
+          (t) => {
+            if (options.json) jsonLine(toJson(ThreadSchema, t));
+            else {
+              const updated = t.updateTime ? new Date(Number(t.updateTime.seconds) * 1000).toISOString() : "";
+              process.stdout.write(`${t.contextId}  ${t.messageCount} messages  ${updated}\n`);
+            }
+          },
+        );
+        if (!options.json && printed === 0) process.stdout.write("no threads\n");
         return ExitCode.ok;
       }),
     );
 
-  threads
-    .command("show")
-    .description("Show a thread's messages, newest first unless --oldest-first")
-    .argument("<contextId>", "the thread's contextId")
-    .option("--oldest-first", "oldest message first")
-    .option("--limit <n>", "how many messages (1-500, default 50)", parseLimit(500))
-    .option("--json", "print one JSON object per message")
+  addPagingOptions(
+    threads
+      .command("show")
+      .description("Show a thread's messages, newest first unless --oldest-first, 50 unless --limit or --all")
+      .argument("<contextId>", "the thread's contextId")
+      .option("--oldest-first", "oldest message first (a --page-token must come from the same order)"),
+    "messages",
+    50,
+  )
+    .option("--json", "print one JSON object per message (and a last {nextPageToken} line when there are more)")
     .addHelpText("after", exitCodeHelp)
     .exitOverride()
-    .action((contextId: string, options: { oldestFirst?: boolean; limit?: number; json?: boolean }) =>
+    .action((contextId: string, options: PagingOptions & { oldestFirst?: boolean; json?: boolean }) =>
       run(async (context) => {
         const conversation = createConversation(context.client(), { contextId });
-        const page = await conversation.history({
-          order: options.oldestFirst ? "oldest-first" : "newest-first",
-          pageSize: options.limit,
-        });
-        for (const m of page.messages) {
-          const role = roleNames[m.message?.role ?? Role.UNSPECIFIED] ?? "unknown";
-          const text = partsText(m.message?.parts ?? []);
-          // An imported message's origin is the operator's word (a legacy log), so it is labelled as such.
-          const imported = m.provenance === Provenance.IMPORTED;
-          if (options.json) jsonLine({ sequence: Number(m.sequence), role, text, ...(imported ? { imported } : {}) });
-          else process.stdout.write(`[${m.sequence}] ${role}${imported ? " (imported)" : ""}: ${text}\n`);
-        }
+        const order = options.oldestFirst ? "oldest-first" : "newest-first";
+        await printPages(
+          options,
+          { defaultLimit: 50, serverMax: historyMax },
+          async (pageSize, pageToken) => {
+            const page = await conversation.history({ order, pageSize, pageToken });
+            return { items: page.messages, nextPageToken: page.nextPageToken };
+          },
+          (m) => {
+            const role = roleNames[m.message?.role ?? Role.UNSPECIFIED] ?? "unknown";
+            const text = partsText(m.message?.parts ?? []);
+            // An imported message's origin is the operator's word (a legacy log), so it is labelled as such.
+            const imported = m.provenance === Provenance.IMPORTED;
+            if (options.json) jsonLine({ sequence: Number(m.sequence), role, text, ...(imported ? { imported } : {}) });
+            else process.stdout.write(`[${m.sequence}] ${role}${imported ? " (imported)" : ""}: ${text}\n`);
+          },
+        );
         return ExitCode.ok;
       }),
     );

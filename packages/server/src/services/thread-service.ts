@@ -21,10 +21,17 @@ function threadMessage(contextId: string, stored: StoredMessage) {
   });
 }
 
-function pageSizeOf(requested: number, fallback: number, max: number): number {
+/**
+ * The page size of a list RPC: 0 takes the default; above the documented maximum (ListThreads 100,
+ * GetThreadHistory 500) the request is refused, never cut short, so a caller always pages on next_page_token.
+ */
+function pageSizeOf(rpc: string, requested: number, fallback: number, max: number): number {
   if (requested === 0) return fallback;
-  if (requested < 0 || requested > max)
-    throw invalidArgument(`pageSize must be between 1 and ${max}, got ${requested}`);
+  if (requested < 0 || requested > max) {
+    throw invalidArgument(
+      `${rpc} page_size must be between 1 and ${max} (the server's maximum page size; 0 = ${fallback}), got ${requested}: ask for at most ${max} and follow next_page_token`,
+    );
+  }
   return requested;
 }
 
@@ -46,7 +53,7 @@ export function createThreadServiceImpl(deps: {
       const tenant = callerOf(ctx).tenant;
       const page = await fromStore(
         store.listThreads(tenant, {
-          limit: pageSizeOf(req.pageSize, 20, 100),
+          limit: pageSizeOf("ListThreads", req.pageSize, 20, 100),
           ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
         }),
       );
@@ -61,7 +68,7 @@ export function createThreadServiceImpl(deps: {
       const page = await fromStore(
         store.readMessages(key, {
           order: req.order === HistoryOrder.OLDEST_FIRST ? "oldest-first" : "newest-first",
-          limit: pageSizeOf(req.pageSize, 50, 500),
+          limit: pageSizeOf("GetThreadHistory", req.pageSize, 50, 500),
           ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
         }),
       );
