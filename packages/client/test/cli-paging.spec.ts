@@ -64,7 +64,11 @@ describe("parley threads list paging", () => {
 
     const second = await parley(["threads", "list", "--limit", "2", "--page-token", token!]);
     expect(second.code).toBe(0);
-    expect(lines(second.stdout).slice(0, 2).map((l) => l.split("  ")[0])).toEqual(["t3", "t2"]);
+    expect(
+      lines(second.stdout)
+        .slice(0, 2)
+        .map((l) => l.split("  ")[0]),
+    ).toEqual(["t3", "t2"]);
 
     const rest = await parley(["threads", "list", "--page-token", tokenOf(second.stdout)!]);
     expect(lines(rest.stdout).map((l) => l.split("  ")[0])).toEqual(["t1", "long"]);
@@ -111,7 +115,14 @@ describe("parley threads show paging", () => {
     expect(lines(next.stdout).slice(0, 2)).toEqual(["[1201] user: message 1201", "[1200] agent: message 1200"]);
 
     // A newest-first token does not continue an oldest-first listing.
-    const wrongOrder = await parley(["threads", "show", "long", "--oldest-first", "--page-token", tokenOf(newest.stdout)!]);
+    const wrongOrder = await parley([
+      "threads",
+      "show",
+      "long",
+      "--oldest-first",
+      "--page-token",
+      tokenOf(newest.stdout)!,
+    ]);
     expect(wrongOrder.code).toBe(2);
     expect(wrongOrder.stderr).toContain("different query");
 
@@ -126,7 +137,16 @@ describe("parley threads show paging", () => {
     const sixLines = lines(six.stdout);
     expect(sixLines).toHaveLength(601);
     expect(sixLines[599]).toBe("[600] agent: message 600");
-    const after = await parley(["threads", "show", "long", "--oldest-first", "--limit", "1", "--page-token", tokenOf(six.stdout)!]);
+    const after = await parley([
+      "threads",
+      "show",
+      "long",
+      "--oldest-first",
+      "--limit",
+      "1",
+      "--page-token",
+      tokenOf(six.stdout)!,
+    ]);
     expect(lines(after.stdout)[0]).toBe("[601] user: message 601");
   });
 });

@@ -61,6 +61,13 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
     store: fenceLevelStore(store, leases),
     leases,
     events,
+    retention: {
+      purgeIdleThreads: (query) =>
+        store.purgeIdleThreads(query, {
+          leaseFree: (key) => leases.isFree(key),
+          forgetTask: (tenant, taskId) => events.forget(tenant, taskId),
+        }),
+    },
     close() {
       closing ??= (async () => {
         await Promise.allSettled([events.close(), leases.close()]);

@@ -245,6 +245,44 @@ export const idLimits = {
 /** The terminal lf.a2a.v1.TaskState values (COMPLETED, FAILED, CANCELED, REJECTED). */
 export const terminalTaskStates: ReadonlySet<number> = new Set([3, 4, 5, 7]);
 
+// ---- retention: deleting idle threads with everything that belongs to them ----
+
+/**
+ * One retention pass: the threads whose last message was stored before their tenant's cutoff. A tenant named in
+ * `tenants` takes its own cutoff (undefined keeps its threads); every other tenant takes `idleBefore` (absent
+ * keeps them). Cutoffs are epoch milliseconds of the caller's clock, compared with ThreadMeta.updatedAt.
+ */
+export interface RetentionQuery {
+  readonly idleBefore?: number;
+  readonly tenants?: ReadonlyMap<string, number | undefined>;
+  /** Most threads this call deletes; the next call goes on. */
+  readonly limit: number;
+  /** Contexts the caller knows to be busy (its busy guard): never deleted. */
+  readonly busy?: (key: ThreadKey) => boolean;
+}
+
+export interface RetentionResult {
+  /** Threads deleted, with their messages, tasks, push configs and task event logs. */
+  readonly threads: number;
+  readonly messages: number;
+  readonly tasks: number;
+  /** Idle threads left alone: a task holds their lease (or held it and was never ended), or `busy` said so. */
+  readonly skipped: number;
+  /** True when `limit` stopped the pass: more threads may be due. */
+  readonly more: boolean;
+}
+
+/**
+ * Deletes idle threads, each with its tasks, their push configs and their event logs, walking each tenant's
+ * listing index from its oldest thread (never a scan of the live ones). Crash-safe on both backends: a thread
+ * is listed and readable whole, or not at all, and an interrupted deletion is finished before the store is used
+ * again (LevelDB) or rolled back and redone by the next pass (PostgreSQL). A thread whose context lease is held,
+ * or was lost by a replica and not yet ended, is skipped until it is free.
+ */
+export interface ThreadRetention {
+  purgeIdleThreads(query: RetentionQuery): Promise<RetentionResult>;
+}
+
 // ---- multi-replica pieces: leases, fenced writes, task event logs ----
 
 /**
@@ -356,6 +394,7 @@ export interface LevelBackend {
   readonly store: FencedThreadStore;
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;
+  readonly retention: ThreadRetention;
   close(): Promise<void>;
 }
 
@@ -365,5 +404,6 @@ export interface ReplicaBackend {
   readonly store: FencedThreadStore;
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;
+  readonly retention: ThreadRetention;
   close(): Promise<void>;
 }

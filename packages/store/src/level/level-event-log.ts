@@ -90,7 +90,13 @@ interface Waiters {
  * reply costs a few batches, not a write per chunk. Followers are woken in
  * process, as one process owns the directory.
  */
-export function createLevelEventLog(options: LevelEventLogOptions): TaskEventLog {
+/** The LevelDB event log, plus what the retention pass of the same database needs. */
+export interface LevelEventLog extends TaskEventLog {
+  /** Forgets the cached head of a task whose log was deleted with its thread (level-retention.ts). */
+  forget(tenant: string, taskId: string): void;
+}
+
+export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLog {
   const { keyspace, leases } = options;
   const now = options.now ?? Date.now;
   const heads = new Map<string, Head>();
@@ -247,6 +253,9 @@ export function createLevelEventLog(options: LevelEventLogOptions): TaskEventLog
         await keyspace.write(ops);
       }
       return dropped;
+    },
+    forget(tenant, taskId) {
+      remember(toHex(taskKey(tenant, taskId)), undefined);
     },
     async close() {
       closed = true;

@@ -12,6 +12,7 @@
  *   parley:v1:l: H(tenant) inv(updated) th   listThreads index, newest first
  *   parley:v1:u: at th                    sweepThreads index, oldest first (at <= updated; moved by sweeps, not appends)
  *   parley:v1:x: th                       a deletion that must be finished (crash-safe purge)
+ *   parley:v1:y: th                       a retention deletion that must be finished: messages, tasks (level-retention.ts)
  *   parley:v1:k: tk                       task record
  *   parley:v1:d: H(tenant) inv(updated) taskId   listTasks index per tenant (value: state, th)
  *   parley:v1:c: th inv(updated) taskId   listTasks index per context (value: state)
@@ -53,6 +54,7 @@ export const T_MESSAGE_ID = table("i");
 export const T_THREADS_BY_TENANT = table("l");
 export const T_THREADS_BY_UPDATED = table("u");
 export const T_PURGE = table("x");
+export const T_RETENTION = table("y");
 export const T_TASK = table("k");
 export const T_TASKS_BY_TENANT = table("d");
 export const T_TASKS_BY_CONTEXT = table("c");

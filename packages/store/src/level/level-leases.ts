@@ -36,6 +36,8 @@ export interface LevelLeases extends ContextLeases {
   tryAcquireSync(key: ThreadKey, taskId: string, ttlMs: number): LeaseGrant | null;
   /** Throws StoreError FENCED unless the fence is the live lease of its context. */
   check(fence: Fence): void;
+  /** True when no task holds the context: no lease, or one that was released (not one that merely expired). */
+  isFree(key: ThreadKey): boolean;
 }
 
 /**
@@ -129,6 +131,11 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
     },
     async tryAcquire(key, taskId, ttlMs) {
       return tryAcquireSync(key, taskId, ttlMs);
+    },
+    isFree(key: ThreadKey): boolean {
+      open("isFree");
+      const lease = leases.get(slot(key));
+      return lease === undefined || lease.expiresAt === Number.NEGATIVE_INFINITY;
     },
     async renew(fence, ttlMs): Promise<RenewResult> {
       open("renew");

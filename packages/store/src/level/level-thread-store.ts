@@ -3,11 +3,20 @@
 import { Level } from "level";
 import { bindJobs } from "../core/bind-jobs.js";
 import { taskHash } from "../core/digests.js";
-import { type AppendInput, StoreError, type ThreadKey, type ThreadMeta, type ThreadStore } from "../types.js";
+import {
+  type AppendInput,
+  type RetentionQuery,
+  type RetentionResult,
+  StoreError,
+  type ThreadKey,
+  type ThreadMeta,
+  type ThreadStore,
+} from "../types.js";
 import { createLevelContext, type LevelContext, pointRead } from "./level-context.js";
 import type { Db } from "./level-keys.js";
 import type { LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
+import { finishPendingRetention, type LevelRetentionHooks, purgeIdleThreads } from "./level-retention.js";
 import { taskJobs } from "./level-tasks.js";
 import { finishPendingPurges, threadDeletes } from "./level-thread-deletes.js";
 import { importThread } from "./level-thread-import.js";
@@ -37,6 +46,8 @@ export interface LevelThreadStore extends ThreadStore {
   importMessages(key: ThreadKey, inputs: readonly AppendInput[]): Promise<ThreadMeta>;
   /** The store's database for the tables of other components (the task event log) and its group commit. */
   keyspace(): LevelKeyspace;
+  /** The retention pass (level-retention.ts); createStore gives it the leases and the event log as hooks. */
+  purgeIdleThreads(query: RetentionQuery, hooks?: LevelRetentionHooks): Promise<RetentionResult>;
 }
 
 /**
@@ -64,6 +75,7 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
   const store = levelThreadStore(ctx, claim);
   try {
     await finishPendingPurges(ctx);
+    await finishPendingRetention(ctx);
   } catch (cause) {
     await store.close();
     throw cause;
@@ -91,6 +103,7 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     append,
     importMessages,
     importThread,
+    purgeIdleThreads,
     ...threadReads,
     ...threadDeletes,
     ...taskJobs,

@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
-import type { ReplicaBackend } from "../types.js";
+import { type ReplicaBackend, StoreError } from "../types.js";
 import { migrate } from "./migrations.js";
 import { createPgEventLog } from "./pg-event-log.js";
 import { createPgLeases } from "./pg-leases.js";
 import { createPgListener, type PgListener } from "./pg-listener.js";
+import { createPgRetention } from "./pg-retention.js";
 import { createPgThreadStore } from "./pg-thread-store.js";
 
 export interface PostgresBackendOptions {
@@ -56,11 +57,18 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
   const leases = createPgLeases({ pool, listener, holder, ...(options.onError ? { onError: options.onError } : {}) });
   const events = createPgEventLog({ pool, listener, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
   let closing: Promise<void> | undefined;
+  const retention = createPgRetention({
+    pool,
+    open: (name) => {
+      if (closing) throw new StoreError("CLOSED", `${name} called after the PostgreSQL backend was closed`);
+    },
+  });
   return {
     kind: "postgres",
     store,
     leases,
     events,
+    retention,
     pool,
     listener,
     close() {
