@@ -51,6 +51,8 @@ import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
 import { createReflectionServices } from "./reflection/reflection-service.js";
 import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
 import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
+import { retentionPolicy } from "./retention/retention-policy.js";
+import { createRetentionSweeper, type RetentionSweeper } from "./retention/retention-sweeper.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createAccessServiceImpl } from "./services/access-service.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
@@ -79,6 +81,8 @@ export interface Parley {
   agentCard(options: AdvertisedEndpoints & { readonly agent?: string }): AgentCard;
   /** The hosted agents' names; the first is the default. */
   agentNames(): string[];
+  /** The retention policy's passes (run by the sweeper; `run()` starts one now). */
+  readonly retention: Pick<RetentionSweeper, "run">;
   /**
    * Graceful stop: refuses new sends, lets running tasks finish within
    * config.shutdownGraceMs (then fails them as interrupted), ends open
@@ -91,6 +95,11 @@ export interface CreateParleyOptions {
   readonly logger?: Logger;
   /** Overrides of config.operations (CORS origins, metrics, request logs), for embedders and tests. */
   readonly operations?: Partial<OperationsOptions>;
+  /**
+   * The clock of stored thread and task times and of the retention policy's idle times (Date.now by default);
+   * tests move it instead of waiting for days.
+   */
+  readonly now?: () => number;
 }
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
@@ -103,6 +112,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const backend = await createStore({
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
     onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
+    // One clock for stored times and retention, so a test that moves it sees threads age.
+    ...(options.now ? { now: options.now } : {}),
   });
   const rawStore = backend.store;
   const store = instrumentStore(rawStore, metrics);
@@ -117,6 +128,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   }
   // Both backends run the same lease and event-log code: PostgreSQL's shared leases and log, or LevelDB's
   // in-process leases and durable log. So a LevelDB server numbers, keeps and resumes task events as replicas do.
+  // Created after the engine (its busy guard is part of the check); the sweeper's timer only starts passes later.
+  let retention: RetentionSweeper | undefined;
   const coordinator = new LeaseCoordinator({
     store: backend.store,
     leases: backend.leases,
@@ -125,6 +138,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     ...config.scaleOut,
     ownsUnfinishedTasks: backend.kind === "level",
     ...(metrics ? { onTakeover: () => metrics.leaseTakeover() } : {}),
+    onSweep: () => retention?.tick(),
   });
   const resumable: Resumable = { events: backend.events, coordinator };
   // Session steps reach agents through this guard so silence tokens and repeats are never stored;
@@ -165,6 +179,16 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     ...(tracingActive() ? { wrapTurn: (run, agent, work) => traceTurn(agent, run.taskId, work) } : {}),
   });
   metrics?.watchRunningTasks(() => engine.runningCount);
+  retention = createRetentionSweeper({
+    retention: backend.retention,
+    policy: retentionPolicy(config),
+    intervalMs: config.retention.intervalMs,
+    now: options.now ?? Date.now,
+    busy: (key) => engine.busyRun(key.tenant, key.contextId) !== undefined,
+    logger,
+    ...(metrics ? { metrics } : {}),
+  });
+  const retentionSweeper = retention;
   // With replicas, another one may be running any unfinished task: expired leases are the sweeper's.
   if (coordinator.ownsUnfinishedTasks) await engine.recover();
 
@@ -280,6 +304,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       createDirectTransport(new Map(services.map((s) => [s.service.typeName, s])), interceptors, shutdown.signal),
     agentCard: (opts) => agentCard(opts),
     agentNames: () => [...names],
+    retention: { run: () => retentionSweeper.run() },
     async listen() {
       if (server) throw new Error("parley is already listening");
       const handler = connectNodeAdapter({
@@ -310,6 +335,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         await delivery?.close();
         shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
         await server?.close();
+        await retentionSweeper.close();
         await coordinator.close();
         await backend.close();
         logger.info("stopped");

@@ -1,6 +1,7 @@
 import type { ParleyConfig } from "./config/schema.js";
 import { rateLimitPolicy } from "./limits/rate-limit-policy.js";
 import type { Logger } from "./logger.js";
+import { retentionPolicy } from "./retention/retention-policy.js";
 
 export const openModeWarning =
   "open mode: no API keys configured, every caller is tenant 'default' (set PARLEY_API_KEYS to require keys)";
@@ -10,7 +11,7 @@ export const openModeWarning =
  * for the human banner on stdout, and logged for log collectors.
  */
 export function startNotices(
-  config: Pick<ParleyConfig, "apiKeys" | "limits">,
+  config: Pick<ParleyConfig, "apiKeys" | "limits" | "retention">,
   notices: readonly string[],
   logger: Logger,
 ): string[] {
@@ -18,6 +19,13 @@ export function startNotices(
   const { summary } = rateLimitPolicy(config);
   if (openMode) logger.warn(openModeWarning);
   for (const notice of notices) logger.warn(notice);
+  const retention = retentionPolicy(config).summary;
   logger.info(summary);
-  return [...(openMode ? [`warning: ${openModeWarning}`] : []), summary, ...notices.map((n) => `note: ${n}`)];
+  logger.info(retention);
+  return [
+    ...(openMode ? [`warning: ${openModeWarning}`] : []),
+    summary,
+    retention,
+    ...notices.map((n) => `note: ${n}`),
+  ];
 }

@@ -38,6 +38,17 @@ const port = z.int().min(0).max(65_535);
 // A section may be left out of the file: its keys then take their defaults (every key has one).
 const section = <S extends z.core.$ZodLooseShape>(shape: S) => z.strictObject(shape).prefault({} as never);
 
+/** A century: a longer idle time is a typo, not a policy. */
+export const maxRetentionDays = 36_500;
+const retentionDays = z.int().min(1).max(maxRetentionDays);
+// Environment text ("tenant=30") arrives as strings; only whole numbers become numbers, anything else is refused.
+const tenantRetention = z.preprocess(
+  (value) => (typeof value === "string" && /^\s*\d+\s*$/.test(value) ? Number(value) : value),
+  z.union([retentionDays, z.literal("off")], {
+    error: `expected a whole number of days from 1 to ${maxRetentionDays}, or "off"`,
+  }),
+);
+
 export const agentTypes = ["echo", "openai", "a2a", "conformance", "script"] as const;
 export const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
@@ -121,6 +132,24 @@ export const parleyConfigSchema = z
       }),
       eventRetentionMs: setting(millis(1).default(600_000), {
         description: "how long a finished task's events stay resumable",
+      }),
+    }),
+    retention: section({
+      threadIdleDays: setting(retentionDays.optional(), {
+        description:
+          "delete threads (with their tasks, push configs and event logs) whose last message is older than this many days; unset: never (opt-in)",
+        env: "PARLEY_RETENTION_DAYS",
+        allowed: `a whole number of days from 1 to ${maxRetentionDays}, or unset (off)`,
+      }),
+      tenants: setting(z.record(z.string().min(1), tenantRetention).default({}), {
+        description:
+          'per-tenant override of threadIdleDays: { "tenant": days | "off" }; a tenant not named takes threadIdleDays',
+        env: "PARLEY_RETENTION_TENANT_DAYS",
+        allowed: `{ "tenant": 1-${maxRetentionDays} or "off" } naming configured tenants (environment: "tenant=30,tenant2=off")`,
+      }),
+      intervalMs: setting(millis(1).default(60_000), {
+        description: "how often the sweeper starts a retention pass; a pass goes on until nothing more is due",
+        env: "PARLEY_RETENTION_INTERVAL_MS",
       }),
     }),
     agents: setting(z.array(agentSchema).min(1).default([defaultAgent]), {
@@ -330,6 +359,18 @@ export const parleyConfigSchema = z
       }
       seen.add(agent.name);
     });
+    // A retention override for a tenant no key maps to is a typo: it would silently leave that policy unapplied.
+    const tenants = new Set(Object.values(config.apiKeys));
+    if (tenants.size === 0) tenants.add("default");
+    for (const tenant of Object.keys(config.retention.tenants)) {
+      if (!tenants.has(tenant)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["retention", "tenants", tenant],
+          message: `no API key maps to tenant ${JSON.stringify(tenant)}; the tenants are ${[...tenants].map((t) => JSON.stringify(t)).join(", ")}${Object.keys(config.apiKeys).length === 0 ? " (open mode)" : ""}`,
+        });
+      }
+    }
     if (config.sessions.defaultTurns > config.sessions.maxTurns) {
       ctx.addIssue({
         code: "custom",

@@ -27,6 +27,10 @@ export interface ParleyMetrics {
   storeOperation(operation: string, outcome: "ok" | "error", seconds: number): void;
   push(outcome: PushOutcome): void;
   leaseTakeover(): void;
+  /** What one batch of a retention pass deleted (counted as it goes, so a long pass shows its progress). */
+  retentionDeleted(counts: { threads: number; messages: number; tasks: number; skipped: number }): void;
+  /** One retention pass ended: its outcome, its duration and when it ended (epoch ms of the retention clock). */
+  retentionRun(outcome: "ok" | "error", seconds: number, endedAtMs: number): void;
   /** Reports the engine's running task count at every scrape. */
   watchRunningTasks(read: () => number): void;
 }
@@ -102,6 +106,53 @@ export function createParleyMetrics(options: CreateMetricsOptions = {}): ParleyM
     help: "Expired context leases this replica took over from a replica that stopped renewing them",
     registers: [registry],
   });
+  const retentionThreads = new Counter({
+    name: "parley_retention_threads_purged_total",
+    help: "Idle threads the retention policy deleted, with their tasks, push configs and event logs",
+    registers: [registry],
+  });
+  const retentionMessages = new Counter({
+    name: "parley_retention_messages_purged_total",
+    help: "Messages of the threads the retention policy deleted",
+    registers: [registry],
+  });
+  const retentionTasks = new Counter({
+    name: "parley_retention_tasks_purged_total",
+    help: "Tasks of the threads the retention policy deleted",
+    registers: [registry],
+  });
+  const retentionSkipped = new Counter({
+    name: "parley_retention_skipped_busy_total",
+    help: "Idle threads a retention pass left alone because a task held their context (counted per pass)",
+    registers: [registry],
+  });
+  const retentionRuns = new Counter({
+    name: "parley_retention_runs_total",
+    help: "Retention passes by outcome (ok, error)",
+    labelNames: ["outcome"] as const,
+    registers: [registry],
+  });
+  const retentionErrors = new Counter({
+    name: "parley_retention_errors_total",
+    help: "Retention passes that failed (the next pass retries; the log has the cause)",
+    registers: [registry],
+  });
+  const retentionSeconds = new Histogram({
+    name: "parley_retention_run_duration_seconds",
+    help: "How long one retention pass took",
+    buckets: latencyBuckets,
+    registers: [registry],
+  });
+  const retentionLastRun = new Gauge({
+    name: "parley_retention_last_run_timestamp_seconds",
+    help: "When the last retention pass ended (0: none yet)",
+    registers: [registry],
+  });
+  const retentionLastSuccess = new Gauge({
+    name: "parley_retention_last_success_timestamp_seconds",
+    help: "When the last retention pass that succeeded ended (0: none yet)",
+    registers: [registry],
+  });
   return {
     registry,
     contentType: registry.contentType,
@@ -117,6 +168,19 @@ export function createParleyMetrics(options: CreateMetricsOptions = {}): ParleyM
     storeOperation: (operation, outcome, seconds) => storeSeconds.observe({ operation, outcome }, seconds),
     push: (outcome) => pushes.inc({ outcome }),
     leaseTakeover: () => takeovers.inc(),
+    retentionDeleted({ threads, messages, tasks, skipped }) {
+      retentionThreads.inc(threads);
+      retentionMessages.inc(messages);
+      retentionTasks.inc(tasks);
+      retentionSkipped.inc(skipped);
+    },
+    retentionRun(outcome, seconds, endedAtMs) {
+      retentionRuns.inc({ outcome });
+      retentionSeconds.observe(seconds);
+      retentionLastRun.set(endedAtMs / 1000);
+      if (outcome === "ok") retentionLastSuccess.set(endedAtMs / 1000);
+      else retentionErrors.inc();
+    },
     watchRunningTasks(read) {
       readRunning = read;
     },

@@ -37,6 +37,8 @@ export interface LeaseCoordinatorOptions {
   readonly eventRetentionMs: number;
   /** Called for each expired lease this replica took over (the lease takeovers metric). */
   readonly onTakeover?: () => void;
+  /** Called at every sweeper tick, beside the lease sweep: the retention pass starts from here when it is due. */
+  readonly onSweep?: () => void;
   /**
    * True on a LevelDB backend: one process owns the store (its leases are in-process), so tasks
    * left unfinished at start were cut off by its own last stop.
@@ -89,7 +91,11 @@ export class LeaseCoordinator implements ReplicaCoordinator {
         if (run.taskId === taskId && run.tenant === key.tenant) run.cancel("canceled");
       }
     });
-    this.sweeper = setInterval(() => void this.sweep(), options.sweepIntervalMs);
+    this.sweeper = setInterval(() => {
+      void this.sweep();
+      // Not awaited by the lease sweep: a long retention pass must not delay the takeover of a dead replica's tasks.
+      options.onSweep?.();
+    }, options.sweepIntervalMs);
     this.sweeper.unref();
   }
 
