@@ -1,6 +1,7 @@
 // A retention pass cut by SIGKILL in the middle: the real server process on LevelDB is killed while it deletes
 // hundreds of idle threads; what the killed process left is consistent (no thread listed or readable with parts
 // missing), and the restarted server finishes the deletion, keeping the active threads whole.
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,7 +9,8 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { MessageSchema, Role, TaskSchema, TaskState } from "@parley/proto";
 import { createStore, type StoreBackend } from "@parley/store";
 import { Level } from "level";
-import { afterAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 
 const day = 86_400_000;
@@ -183,6 +185,116 @@ describe("retention across a crash", () => {
       // The active threads' logs ended minutes ago: still resumable.
       logs: activeThreads * tasksPerThread,
       pendingMessages: [],
+    });
+  }, 240_000);
+});
+
+// PostgreSQL: each thread is deleted in one transaction, so a kill can only roll one back whole.
+const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
+/** Fewer than on LevelDB: every write is a transaction, and filling is most of the test's time. */
+const pgIdleThreads = 220;
+const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
+const dbUrl = (() => {
+  const u = new URL(adminUrl);
+  u.pathname = `/${dbName}`;
+  return u.toString();
+})();
+
+/** The same checks in SQL: threads whole, nothing of a deleted thread or task left anywhere. */
+async function inspectPg() {
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    const one = async (sql: string) => Number((await client.query<{ n: string }>(sql)).rows[0]!.n);
+    return {
+      threads: await one("SELECT count(*) AS n FROM parley_threads"),
+      partialThreads: await one(
+        `SELECT count(*) AS n FROM parley_threads t
+         WHERE t.message_count <> (SELECT count(*) FROM parley_messages m WHERE m.thread_key = t.thread_key)`,
+      ),
+      orphanTasks: await one(
+        "SELECT count(*) AS n FROM parley_tasks k WHERE NOT EXISTS (SELECT 1 FROM parley_threads t WHERE t.thread_key = k.thread_key)",
+      ),
+      orphanPush: await one(
+        "SELECT count(*) AS n FROM parley_push_configs p WHERE NOT EXISTS (SELECT 1 FROM parley_tasks k WHERE k.task_key = p.task_key)",
+      ),
+      orphanEvents: await one(
+        "SELECT count(*) AS n FROM parley_task_events e WHERE NOT EXISTS (SELECT 1 FROM parley_tasks k WHERE k.task_key = e.task_key)",
+      ),
+      tasks: await one("SELECT count(*) AS n FROM parley_tasks"),
+    };
+  } finally {
+    await client.end();
+  }
+}
+
+describe("retention across a crash on PostgreSQL", () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-retention-crash-pg-"));
+  beforeAll(async () => {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect().catch((cause: Error) => {
+      throw new Error(
+        `PostgreSQL is unreachable at ${adminUrl} (${cause.message}); start it, or set PARLEY_TEST_PG_URL`,
+      );
+    });
+    await admin.query(`CREATE DATABASE ${dbName}`);
+    await admin.end();
+  });
+  afterAll(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    await admin.end();
+  });
+
+  it("a SIGKILL in the middle of a large purge rolls back at most one thread, and the restarted server finishes it", async () => {
+    const monthAgo = Date.now() - 30 * day;
+    const old = await createStore({ url: dbUrl, now: () => monthAgo });
+    for (let i = 0; i < pgIdleThreads; i++) await populate(old, `idle-${i}`, () => monthAgo);
+    await old.close();
+    const fresh = await createStore({ url: dbUrl });
+    for (let i = 0; i < activeThreads; i++) await populate(fresh, `active-${i}`, Date.now);
+    await fresh.close();
+
+    const pgEnv = { ...env, PARLEY_STORE_URL: dbUrl };
+    const first = await spawnServer({ dataDir, env: pgEnv });
+    let seen = 0;
+    for (let i = 0; i < 4000 && seen < 100; i++) {
+      seen = await metric(first, "parley_retention_threads_purged_total");
+      if (seen < 100) await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    first.child.kill("SIGKILL");
+    first.closeClients();
+    expect((await first.exited).signal).toBe("SIGKILL");
+    const cut = await inspectPg();
+    console.log(`retention crash (PostgreSQL): killed after ${seen} purged (metric); left ${cut.threads} threads`);
+    expect(cut).toMatchObject({ partialThreads: 0, orphanTasks: 0, orphanPush: 0, orphanEvents: 0 });
+    expect(cut.threads).toBeGreaterThan(activeThreads);
+    expect(cut.threads).toBeLessThan(pgIdleThreads + activeThreads - 99);
+    expect(cut.tasks).toBe(cut.threads * tasksPerThread);
+
+    const second = await spawnServer({ dataDir, env: pgEnv });
+    try {
+      const threads = second.threads(headers);
+      for (let i = 0; i < 2000; i++) {
+        if ((await threads.listThreads({ pageSize: 100 })).threads.length === activeThreads) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const listed = (await threads.listThreads({ pageSize: 100 })).threads.map((t) => t.contextId).sort();
+      expect(listed).toEqual(Array.from({ length: activeThreads }, (_, i) => `active-${i}`));
+    } finally {
+      second.closeClients();
+      second.child.kill("SIGTERM");
+      await second.exited;
+    }
+    expect(await inspectPg()).toEqual({
+      threads: activeThreads,
+      partialThreads: 0,
+      orphanTasks: 0,
+      orphanPush: 0,
+      orphanEvents: 0,
+      tasks: activeThreads * tasksPerThread,
     });
   }, 240_000);
 });

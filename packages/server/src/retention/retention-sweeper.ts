@@ -49,7 +49,7 @@ export function createRetentionSweeper(options: RetentionSweeperOptions): Retent
     try {
       for (;;) {
         const batch = await retention.purgeIdleThreads(query);
-        metrics?.retentionDeleted(batch);
+        metrics?.retentionDeleted({ ...batch, skipped: 0 });
         totals.threads += batch.threads;
         totals.messages += batch.messages;
         totals.tasks += batch.tasks;
@@ -57,6 +57,7 @@ export function createRetentionSweeper(options: RetentionSweeperOptions): Retent
         totals.skipped = batch.skipped;
         if (!batch.more || closing) break;
       }
+      metrics?.retentionDeleted({ threads: 0, messages: 0, tasks: 0, skipped: totals.skipped });
       metrics?.retentionRun("ok", (performance.now() - started) / 1000, options.now());
       if (totals.threads > 0 || totals.skipped > 0) {
         logger.info(totals, `retention deleted ${totals.threads} idle threads (${totals.skipped} busy ones kept)`);
