@@ -109,13 +109,16 @@ function markerTenant(k: Uint8Array, v: Uint8Array): string {
   return decodeOrCorrupt("retention marker", k, () => new ByteReader(v).string());
 }
 
-/** Finishes the retention deletions a crash interrupted; run on open, before the store is used. */
-export async function finishPendingRetention(ctx: LevelContext): Promise<number> {
+/**
+ * Finishes the retention deletions a crash interrupted: run on open, before the store is used, and at the start
+ * of every pass (for a deletion that failed, say on a full disk, without the process dying).
+ */
+export async function finishPendingRetention(ctx: LevelContext, hooks: LevelRetentionHooks = {}): Promise<number> {
   const markers = await ctx.db.iterator({ gte: T_RETENTION, lt: prefixEnd(T_RETENTION) }).all();
   for (const [k, v] of markers) {
     const th = k.slice(T_RETENTION.length);
     const tenant = markerTenant(k, v);
-    await ctx.locks.run(threadLock(th), () => finish(ctx, th, tenant, {}));
+    await ctx.locks.run(threadLock(th), () => finish(ctx, th, tenant, hooks));
   }
   return markers.length;
 }
@@ -179,6 +182,7 @@ export async function purgeIdleThreads(
     cutoffs.set(toHex(tenantHash(tenant)), cutoff);
   }
   const result = { threads: 0, messages: 0, tasks: 0, skipped: 0, more: false };
+  await finishPendingRetention(ctx, hooks);
   const end = prefixEnd(T_THREADS_BY_TENANT);
   let from: Uint8Array = T_THREADS_BY_TENANT;
   for (;;) {
