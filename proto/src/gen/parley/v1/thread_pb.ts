@@ -118,7 +118,9 @@ export const ThreadMessageSchema: GenMessage<ThreadMessage> = /*@__PURE__*/
  */
 export type ListThreadsRequest = Message<"parley.v1.ListThreadsRequest"> & {
   /**
-   * 1 to 100; 20 when unset or 0.
+   * 1 to 100; 20 when unset or 0. A larger value is refused with
+   * INVALID_ARGUMENT (never answered with a shorter page): page with
+   * next_page_token.
    *
    * @generated from field: int32 page_size = 1;
    */
@@ -181,7 +183,9 @@ export type GetThreadHistoryRequest = Message<"parley.v1.GetThreadHistoryRequest
   contextId: string;
 
   /**
-   * 1 to 500; 50 when unset or 0.
+   * 1 to 500; 50 when unset or 0. A larger value is refused with
+   * INVALID_ARGUMENT (never answered with a shorter page): page with
+   * next_page_token.
    *
    * @generated from field: int32 page_size = 2;
    */
