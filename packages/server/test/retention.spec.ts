@@ -60,6 +60,8 @@ for (const backend of ["LevelDB", "PostgreSQL"] as const) {
           apiKeys: { "key-alpha": "alpha", "key-beta": "beta" },
           retention: { threadIdleDays: 7, tenants: { beta: "off" }, intervalMs: 60_000 },
           capabilities: { pushNotifications: true },
+          // The stored config points at loopback (nothing is delivered to it), which is refused unless listed.
+          push: { allowedAddresses: ["127.0.0.1"] },
           scaleOut: { sweepIntervalMs: 20 },
         },
         { now: () => now },
