@@ -55,13 +55,19 @@ async function measure(server, row) {
     ...row.overrides,
   };
   let before;
+  let commitsBefore;
   const afterWarmup = async () => {
     if (server.info.afterWarmup) await server.request("afterWarmup");
     if (server.info.dbCpu) await server.request("dbCpuMark");
+    if (server.info.commits) commitsBefore = await server.request("commits");
     before = await server.request("cpu");
   };
   const result = await load.request("run", { spec }, { phase: afterWarmup });
   const after = await server.request("cpu");
+  // LevelDB's group commit during the measured part: writes, batches and fsyncs per request.
+  const commitsAfter = commitsBefore ? await server.request("commits") : undefined;
+  const perRequest = (field) =>
+    commitsAfter && result.requests ? (commitsAfter[field] - commitsBefore[field]) / result.requests : undefined;
   const dbCpuMs = server.info.dbCpu ? await server.request("dbCpuRead") : undefined;
   const cpuMs = (after.usage.user + after.usage.system - before.usage.user - before.usage.system) / 1000;
   return {
@@ -69,6 +75,10 @@ async function measure(server, row) {
     ...result,
     cpuMsPerRequest: result.requests ? cpuMs / result.requests : Number.NaN,
     dbCpuMsPerRequest: dbCpuMs !== undefined && result.requests ? dbCpuMs / result.requests : undefined,
+    commits: commitsAfter
+      ? { writes: perRequest("writes"), batches: perRequest("batches"), fsyncs: perRequest("synced") }
+      : undefined,
+    concurrency: spec.concurrency,
     serverCpuShare: cpuMs / result.elapsedMs,
   };
 }
@@ -175,6 +185,15 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
       ),
     ],
   );
+  // PARLEY_DURABILITY=synced: the same send with every write fsynced before it is acknowledged, against the
+  // default (its anchor is the default row); once at 64 in flight (group commit shares fsyncs) and once at 1.
+  await parleyGroup(round, "parley-synced", { env: { PARLEY_DURABILITY: "synced" }, execArgv: parleyExecArgv }, [
+    sc("bridge-send-synced", "Parley bridge (embedded), synced", "jsonrpc", "send", "fresh", "bridge-send"),
+    {
+      ...sc("bridge-send-synced-1", "Parley bridge (embedded), synced, 1 in flight", "jsonrpc", "send", "fresh"),
+      overrides: { concurrency: 1 },
+    },
+  ]);
   await parleyGroup(round, "parley", { execArgv: parleyExecArgv }, [
     sc("bridge-send", "Parley bridge (embedded)", "jsonrpc", "send", "fresh", "anchor-jsonrpc-send"),
     sc("bridge-send-reused", "Parley bridge (embedded)", "jsonrpc", "send", "reused", "anchor-jsonrpc-send-reused"),

@@ -73,6 +73,31 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     "Ratios compare each Parley row with its anchor row in this run: the same protocol and operation (Connect rows with the anchor's gRPC; task-reply rows with the SDK's DatabaseTaskStore on SQLite, PostgreSQL rows with it on PostgreSQL). CPU is the server process's; DB CPU is its PostgreSQL processes' (backends, WAL writer, checkpointer, background writer), and the CPU ratio compares the sums.",
   );
 
+  const committed = rows.filter((r) => !r.skipped && r.commits?.writes !== undefined);
+  if (committed.length) {
+    out.push("");
+    out.push(
+      "LevelDB group commit per request (parley_store_writes_total and parley_store_commits_total on the server's /metrics, measured part only):",
+    );
+    out.push(
+      table(
+        ["target", "operation", "in flight", "writes/req", "batches/req", "fsyncs/req", "writes per batch"],
+        committed.map((r) => [
+          r.target,
+          `${r.spec.op === "send" ? "SendMessage" : "SendStreamingMessage"}${r.spec.contexts === "reused" ? " (reused ctx)" : ""}`,
+          r.concurrency,
+          num(r.commits.writes, 2),
+          num(r.commits.batches, 2),
+          num(r.commits.fsyncs, 2),
+          num(r.commits.writes / r.commits.batches, 1),
+        ]),
+      ),
+    );
+    out.push(
+      "The synced rows' req/s and CPU ratios are against the default (process-crash) row of the same operation.",
+    );
+  }
+
   const twins = rows.filter((r) => r.baseOf && !r.skipped && byId.get(r.baseOf)?.rps);
   if (twins.length) {
     out.push("");

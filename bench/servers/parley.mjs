@@ -181,6 +181,18 @@ serveControl({
     const ms = performance.now() - started;
     return { perSecond: (count / ms) * 1000 };
   },
+  // The LevelDB group commit's counters, read from this server's own /metrics (writes, batches, fsynced batches).
+  async commits() {
+    const text = await (await fetch(`http://${address}/metrics`)).text();
+    const read = (pattern) => Number(pattern.exec(text)?.[1] ?? 0);
+    return {
+      writes: read(/^parley_store_writes_total (\d+)$/m),
+      synced: read(/^parley_store_commits_total\{synced="true"\} (\d+)$/m),
+      batches:
+        read(/^parley_store_commits_total\{synced="true"\} (\d+)$/m) +
+        read(/^parley_store_commits_total\{synced="false"\} (\d+)$/m),
+    };
+  },
   dbCpuMark: () => database?.meter.mark(),
   dbCpuRead: () => database?.meter.read() ?? 0,
   async stop() {
@@ -198,4 +210,5 @@ process.send({
   jsonRpcUrl: bridge?.url,
   bridgeError,
   dbCpu: Boolean(database),
+  commits: !database,
 });

@@ -111,6 +111,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   // A postgres:// storeUrl makes this process one of N replicas sharing that database; else LevelDB in dataDir.
   const backend = await createStore({
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
+    sync: config.durability === "synced",
     onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
     // One clock for stored times and retention, so a test that moves it sees threads age.
     ...(options.now ? { now: options.now } : {}),
@@ -189,6 +190,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     ...(metrics ? { metrics } : {}),
   });
   const retentionSweeper = retention;
+  if (backend.kind === "level") metrics?.watchStoreCommits(() => backend.commitStats());
   // With replicas, another one may be running any unfinished task: expired leases are the sweeper's.
   if (coordinator.ownsUnfinishedTasks) await engine.recover();
 

@@ -10,7 +10,7 @@ export interface CreateStoreOptions {
   readonly url: string;
   /** The clock for thread and task timestamps; Date.now by default. */
   readonly now?: () => number;
-  /** LevelDB: fsync every write. */
+  /** LevelDB: fsync every write before acknowledging it (group commit: concurrent writes share one fsync). */
   readonly sync?: boolean;
   /** PostgreSQL: pool size of this replica. */
   readonly poolSize?: number;
@@ -68,6 +68,8 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
           forgetTask: (tenant, taskId) => events.forget(tenant, taskId),
         }),
     },
+    synced: options.sync === true,
+    commitStats: () => store.commitStats(),
     close() {
       closing ??= (async () => {
         await Promise.allSettled([events.close(), leases.close()]);

@@ -388,6 +388,16 @@ export interface TaskEventLog {
  */
 export type StoreBackend = LevelBackend | ReplicaBackend;
 
+/** The LevelDB group commit's counts since the store opened: how many writes shared how many batches and fsyncs. */
+export interface CommitStats {
+  /** Atomic writes callers asked for (one per `write` call). */
+  readonly writes: number;
+  /** LevelDB batches written; one batch carries every write queued while the previous one was in flight. */
+  readonly batches: number;
+  /** Batches written with `sync: true` (each ends with one fsync of LevelDB's log); 0 unless synced. */
+  readonly syncedBatches: number;
+}
+
 /** The embedded single-process backend: threads, tasks, push configs, in-process leases, durable event logs. */
 export interface LevelBackend {
   readonly kind: "level";
@@ -395,6 +405,10 @@ export interface LevelBackend {
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;
   readonly retention: ThreadRetention;
+  /** True when every write is fsynced before it is acknowledged (durability "synced"). */
+  readonly synced: boolean;
+  /** The group commit's counts so far. */
+  commitStats(): CommitStats;
   close(): Promise<void>;
 }
 

@@ -50,6 +50,8 @@ const tenantRetention = z.preprocess(
 );
 
 export const agentTypes = ["echo", "openai", "a2a", "conformance", "script"] as const;
+/** What an acknowledged LevelDB write survives (see the README's "Durability"). */
+export const durabilityModes = ["process-crash", "synced"] as const;
 export const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
 export const agentSchema = z.strictObject({
@@ -121,6 +123,12 @@ export const parleyConfigSchema = z
         allowed: "a postgres:// or postgresql:// URL, or empty",
       },
     ),
+    durability: setting(z.enum(durabilityModes).default("process-crash"), {
+      description:
+        "LevelDB: process-crash = an acknowledged write survives a crash of the process, not an OS crash or power cut; synced = fsynced before it is acknowledged (concurrent writes share one fsync)",
+      env: "PARLEY_DURABILITY",
+      flag: "durability",
+    }),
     scaleOut: section({
       leaseTtlMs: setting(millis(300).default(15_000), {
         description: "context lease lifetime; a replica that stops renewing loses its tasks after this long",

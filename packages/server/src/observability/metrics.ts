@@ -33,6 +33,15 @@ export interface ParleyMetrics {
   retentionRun(outcome: "ok" | "error", seconds: number, endedAtMs: number): void;
   /** Reports the engine's running task count at every scrape. */
   watchRunningTasks(read: () => number): void;
+  /** Reports the LevelDB group commit's counts at every scrape (writes, batches, fsynced batches). */
+  watchStoreCommits(read: () => StoreCommitCounts): void;
+}
+
+/** The LevelDB group commit's counts since the store opened. */
+export interface StoreCommitCounts {
+  readonly writes: number;
+  readonly batches: number;
+  readonly syncedBatches: number;
 }
 
 // Seconds: from a fast unary call (sub-millisecond in process) to a long agent step (the 120 s step limit).
@@ -153,6 +162,29 @@ export function createParleyMetrics(options: CreateMetricsOptions = {}): ParleyM
     help: "When the last retention pass that succeeded ended (0: none yet)",
     registers: [registry],
   });
+  let readCommits: (() => StoreCommitCounts) | undefined;
+  new Counter({
+    name: "parley_store_writes_total",
+    help: "Atomic writes the server asked LevelDB for (a turn's inbound message, its reply, a batch of task events, ...)",
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (readCommits) this.inc(readCommits().writes);
+    },
+  });
+  new Counter({
+    name: "parley_store_commits_total",
+    help: "LevelDB batches written by the group commit, by synced (true: the batch ended with an fsync); writes / commits is how many writes shared one",
+    labelNames: ["synced"] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (!readCommits) return;
+      const { batches, syncedBatches } = readCommits();
+      this.inc({ synced: "true" }, syncedBatches);
+      this.inc({ synced: "false" }, batches - syncedBatches);
+    },
+  });
   return {
     registry,
     contentType: registry.contentType,
@@ -183,6 +215,9 @@ export function createParleyMetrics(options: CreateMetricsOptions = {}): ParleyM
     },
     watchRunningTasks(read) {
       readRunning = read;
+    },
+    watchStoreCommits(read) {
+      readCommits = read;
     },
   };
 }

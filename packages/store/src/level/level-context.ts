@@ -2,8 +2,8 @@
 import { toHex } from "../core/bytes.js";
 import { StoreError, type ThreadMeta } from "../types.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
-import { createBatchWriter } from "./level-batch-writer.js";
-import { type BatchOp, type Db, key, T_META } from "./level-keys.js";
+import { type BatchWriter, createBatchWriter } from "./level-batch-writer.js";
+import { type Db, key, T_META } from "./level-keys.js";
 import { decodeMeta, decodeOrCorrupt } from "./level-records.js";
 import { RecentTails } from "./recent-tails.js";
 
@@ -29,8 +29,8 @@ export interface LevelContext {
   readonly now: () => number;
   /** Serialises the operations on one thread (`t:`), task (`k:`) or push config (`p:`). */
   readonly locks: ReturnType<typeof createKeyedMutex>;
-  /** Writes one atomic batch (group-committed with concurrent ones). */
-  readonly write: (ops: BatchOp[]) => Promise<void>;
+  /** Writes one atomic batch (group-committed with concurrent ones); `write.stats()` counts them. */
+  readonly write: BatchWriter;
   /**
    * Index positions of recently written tasks, so rewriting a task (twice per
    * send) needs no read of the old record. Sound because this process is the

@@ -7,6 +7,7 @@ import {
   type AppendInput,
   type RetentionQuery,
   type RetentionResult,
+  type CommitStats,
   StoreError,
   type ThreadKey,
   type ThreadMeta,
@@ -28,8 +29,9 @@ export interface LevelThreadStoreOptions {
   /** The database directory; created if missing. */
   readonly path: string;
   /**
-   * fsync every write. Without it an acknowledged write survives a crash of
-   * the process (it is in the OS page cache) but not of the machine.
+   * fsync every write (group-committed: concurrent writes share one fsync). Without it an
+   * acknowledged write survives a crash of the process (it is in the OS page cache) but not
+   * an OS crash or a power cut.
    */
   readonly sync?: boolean;
   /** The clock for createdAt/updatedAt and sweeps; Date.now by default. */
@@ -48,6 +50,8 @@ export interface LevelThreadStore extends ThreadStore {
   keyspace(): LevelKeyspace;
   /** The retention pass (level-retention.ts); createStore gives it the leases and the event log as hooks. */
   purgeIdleThreads(query: RetentionQuery, hooks?: LevelRetentionHooks): Promise<RetentionResult>;
+  /** Writes, batches and synced batches of the group commit so far (shows how many writes share an fsync). */
+  commitStats(): CommitStats;
 }
 
 /**
@@ -123,8 +127,9 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     taskDigest: taskHash,
   };
   return {
-    ...bindJobs<Omit<LevelThreadStore, "close" | "keyspace">, LevelContext>(ctx, jobs, op),
+    ...bindJobs<Omit<LevelThreadStore, "close" | "keyspace" | "commitStats">, LevelContext>(ctx, jobs, op),
     keyspace: () => keyspace,
+    commitStats: () => ctx.write.stats(),
     close() {
       closing ??= (async () => {
         // Let accepted operations finish (and their batches land) before the handle goes away.
