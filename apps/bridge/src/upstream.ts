@@ -6,11 +6,13 @@ import {
   type AgentCard,
   AgentCardSchema,
   AgentInterfaceSchema,
+  extensionUris,
   grpcHealthV1,
   TargetKind,
   TargetService,
   headers as wire,
 } from "@parley/proto";
+import { resumableStreamsExtension } from "@parley/server";
 import type { CardSource } from "./card-source.js";
 
 export interface RemoteUpstream {
@@ -86,7 +88,21 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
             name: `Parley/${name}`,
             description: `Agent "${name}" behind a Parley bridge`,
             version: "0.1.0",
-            capabilities: { streaming: true, pushNotifications: false },
+            // What every Parley server declares: the chain context, and (with streaming) resumable streams,
+            // since every backend keeps a task event log, so an upstream bridge's card says what an embedded one says.
+            capabilities: {
+              streaming: true,
+              pushNotifications: false,
+              extensions: [
+                {
+                  uri: extensionUris.chain,
+                  required: false,
+                  description:
+                    "Agent-to-agent chain context in message metadata under this URI (chain id, hop trace, budget); loops, too many hops or an exhausted budget are refused with LOOP_DETECTED, HOP_LIMIT or BUDGET_EXHAUSTED",
+                },
+                resumableStreamsExtension(),
+              ],
+            },
             defaultInputModes: ["text/plain"],
             defaultOutputModes: ["text/plain"],
             skills: [{ id: name, name, description: `Converse with ${name}`, tags: ["conversation"] }],

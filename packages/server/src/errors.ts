@@ -10,7 +10,7 @@ import {
   TaskState,
   type ErrorReason as WireErrorReason,
 } from "@parley/proto";
-import { StoreError } from "@parley/store";
+import { isDatabaseError, isDatabaseUnavailable, StoreError } from "@parley/store";
 
 /**
  * The one place where the server turns what went wrong into the error a
@@ -116,9 +116,40 @@ export function requireSubscribable(task: Task): void {
   }
 }
 
+/**
+ * A failure of the database (PostgreSQL away, a statement past its timeout, or any error PostgreSQL raised)
+ * as the caller sees it: UNAVAILABLE when a retry can succeed, else INTERNAL, never with the database's own
+ * text, which stays in the server log (the ConnectError's cause, written to the request log line).
+ */
+export function databaseFailure(error: unknown): ConnectError {
+  if (isDatabaseUnavailable(error)) {
+    return new ConnectError(
+      "the database is unavailable or did not answer in time; retry shortly (the cause is in the server log)",
+      Code.Unavailable,
+      undefined,
+      undefined,
+      error,
+    );
+  }
+  return new ConnectError(
+    "the database failed this request (the cause is in the server log)",
+    Code.Internal,
+    undefined,
+    undefined,
+    error,
+  );
+}
+
+/** A ConnectError (or raw error) whose text came from the database, made safe for the caller; others unchanged. */
+export function withoutDatabaseText(error: unknown): unknown {
+  if (error instanceof ConnectError) return isDatabaseError(error.cause) ? databaseFailure(error.cause) : error;
+  return isDatabaseError(error) ? databaseFailure(error) : error;
+}
+
 /** Maps a store failure to the RPC error a caller should see; ConnectErrors pass unchanged. */
 export function storeFailure(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
+  if (isDatabaseError(error)) return databaseFailure(error);
   if (error instanceof StoreError) {
     switch (error.code) {
       case "INVALID_ID":

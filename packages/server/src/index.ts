@@ -113,6 +113,7 @@ export { createPushDelivery, type PushDelivery, pushContentType, pushTokenHeader
 export { checkPushUrl, pushHostOf, resolvePushDestination } from "./push/push-destination.js";
 export { createReflectionServices, type ReflectionServices } from "./reflection/reflection-service.js";
 export { endsRun, LeaseCoordinator, type LeaseCoordinatorOptions } from "./replicas/lease-coordinator.js";
+export { resumableStreamsExtension } from "./replicas/resume.js";
 export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";
 export { peerAgentName, threadTargetPrefix } from "./services/target-service.js";
 export { type ConversationPlan, ConversationRunner } from "./sessions/conversation-runner.js";
@@ -127,4 +128,4 @@ export {
   silenceTokenSet,
 } from "./sessions/silence.js";
 export { exitOnSignals } from "./shutdown.js";
-export { openModeWarning, startNotices } from "./start-notices.js";
+export { openModeWarning, startNotices, storeNotice } from "./start-notices.js";

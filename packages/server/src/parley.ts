@@ -112,6 +112,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const backend = await createStore({
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
     sync: config.durability === "synced",
+    timeoutMs: config.scaleOut.dbTimeoutMs,
     onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
     // One clock for stored times and retention, so a test that moves it sees threads age.
     ...(options.now ? { now: options.now } : {}),

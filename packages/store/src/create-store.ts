@@ -12,6 +12,8 @@ export interface CreateStoreOptions {
   readonly now?: () => number;
   /** LevelDB: fsync every write before acknowledging it (group commit: concurrent writes share one fsync). */
   readonly sync?: boolean;
+  /** PostgreSQL: longest wait for a pooled connection and for one statement (default 5 000 ms). */
+  readonly timeoutMs?: number;
   /** PostgreSQL: pool size of this replica. */
   readonly poolSize?: number;
   /** PostgreSQL: the follower safety-net poll in milliseconds. */
@@ -39,6 +41,7 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
       url: options.url,
       ...(options.now ? { now: options.now } : {}),
       ...(options.poolSize ? { poolSize: options.poolSize } : {}),
+      ...(options.timeoutMs ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.pollMs ? { pollMs: options.pollMs } : {}),
       ...(options.migrate !== undefined ? { migrate: options.migrate } : {}),
       ...(options.onError ? { onError: options.onError } : {}),

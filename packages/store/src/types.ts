@@ -308,7 +308,7 @@ export interface ExpiredLease {
 }
 
 export interface RenewResult {
-  /** False once the lease expired or passed to another holder: the holder must stop writing. */
+  /** False once the lease was released or passed to another holder: the holder must stop writing. */
   readonly held: boolean;
   /** A cancel was requested for the lease's task (recorded, so a missed notification is seen here). */
   readonly cancelRequested: boolean;
@@ -327,6 +327,11 @@ export interface LeaseHolder {
 export interface ContextLeases {
   /** Grants the lease at once or returns null at once when it is held and not expired. */
   tryAcquire(key: ThreadKey, taskId: string, ttlMs: number): Promise<LeaseGrant | null>;
+  /**
+   * Extends the lease of `fence`. A lease that lapsed is renewed too while it still carries the fence's token
+   * (nobody acquired or took it over since, so no newer fence exists): a holder that could not renew during a
+   * database outage keeps its lease when nobody judged it lost. Released or replaced: held is false.
+   */
   renew(fence: Fence, ttlMs: number): Promise<RenewResult>;
   /** Frees the context; false when the fence was no longer the live lease. */
   release(fence: Fence): Promise<boolean>;

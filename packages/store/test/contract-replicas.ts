@@ -81,6 +81,21 @@ export function replicaContract(name: string, factory: (options: { now?: () => n
         ]);
       });
 
+      it("renews a lease that lapsed while nobody took it over, and its fence writes again", async () => {
+        const { store, leases } = await open();
+        const lapsed = (await leases.tryAcquire(key, "t-outage", 20))!;
+        await eventually(async () => (await leases.expired(10))[0], "the lease to expire");
+        await expect(store.append(key, msg("during"), undefined, { fence: lapsed })).rejects.toMatchObject({
+          code: "FENCED",
+        });
+        expect(await leases.renew(lapsed, 30_000)).toEqual({ held: true, cancelRequested: false });
+        expect(await leases.expired(10)).toEqual([]);
+        expect(await leases.holder(key)).toEqual({ taskId: "t-outage", token: 1 });
+        await store.append(key, msg("after"), undefined, { fence: lapsed });
+        expect(await leases.release(lapsed)).toBe(true);
+        expect(await leases.renew(lapsed, 30_000)).toEqual({ held: false, cancelRequested: false });
+      });
+
       it("reports the orphan of an expired lease that a new acquire replaced", async () => {
         const { leases } = await open();
         await leases.tryAcquire(key, "t-lost", 20);

@@ -141,6 +141,16 @@ export const parleyConfigSchema = z
       eventRetentionMs: setting(millis(1).default(600_000), {
         description: "how long a finished task's events stay resumable",
       }),
+      dbTimeoutMs: setting(millis(100).default(5_000), {
+        description:
+          "PostgreSQL: longest wait for a pooled connection and for one statement; past it the call fails UNAVAILABLE",
+        env: "PARLEY_DB_TIMEOUT_MS",
+      }),
+      outageToleranceMs: setting(millis(1).default(60_000), {
+        description:
+          "PostgreSQL: how long a running task waits out a database outage (event writes and lease renewals are retried, its lease kept); a longer outage fails it",
+        env: "PARLEY_DB_OUTAGE_TOLERANCE_MS",
+      }),
     }),
     retention: section({
       threadIdleDays: setting(retentionDays.optional(), {

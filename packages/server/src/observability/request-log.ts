@@ -16,6 +16,8 @@ export interface FinishedRequest {
   readonly reason?: string;
   /** The error message of a failed request. */
   readonly error?: string;
+  /** What caused it when the caller was told less: a database's own text stays here, in the server's log. */
+  readonly cause?: string;
 }
 
 export interface RequestLog {

@@ -3,6 +3,7 @@ import { performance } from "node:perf_hooks";
 import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { type Context, context, type Span, SpanKind, trace } from "@opentelemetry/api";
 import { ErrorInfoSchema, headers as wireHeaders } from "@parley/proto";
+import { withoutDatabaseText } from "../errors.js";
 import type { RequestProtocol } from "./metrics.js";
 import type { Observability } from "./observability.js";
 import { extractTraceContext, failSpan, parleyTracer, tracingActive } from "./tracing.js";
@@ -35,6 +36,8 @@ interface Outcome {
   readonly code: string;
   readonly reason?: string;
   readonly error?: string;
+  /** What caused it, when the caller was shown less (a database's own text). */
+  readonly cause?: string;
 }
 
 function outcomeOf(error: unknown): Outcome {
@@ -45,6 +48,9 @@ function outcomeOf(error: unknown): Outcome {
     code: codeName(connectError.code),
     ...(reason ? { reason } : {}),
     error: connectError.rawMessage,
+    ...(connectError.cause instanceof Error && connectError.cause.message !== connectError.rawMessage
+      ? { cause: connectError.cause.message }
+      : {}),
   };
 }
 
@@ -104,6 +110,7 @@ export function createObservingInterceptor(
           ...(tenant !== undefined ? { tenant } : {}),
           ...(outcome.reason ? { reason: outcome.reason } : {}),
           ...(outcome.error !== undefined ? { error: outcome.error } : {}),
+          ...(outcome.cause !== undefined ? { cause: outcome.cause } : {}),
         });
       }
       if (span) {
@@ -127,10 +134,15 @@ export function createObservingInterceptor(
             metrics?.streamClosed(protocol);
             finish(error);
           },
-          { ...(spanContext ? { spanContext } : {}), abandoned: () => streamAbandoned },
+          {
+            ...(spanContext ? { spanContext } : {}),
+            abandoned: () => streamAbandoned,
+            mapError: withoutDatabaseText,
+          },
         ),
       };
-    } catch (error) {
+    } catch (thrown) {
+      const error = withoutDatabaseText(thrown);
       finish(error);
       throw error;
     }

@@ -10,7 +10,12 @@ import { type Context, context } from "@opentelemetry/api";
 export function watchIterable<T>(
   open: () => AsyncIterator<T>,
   done: (error?: unknown) => void,
-  options: { readonly spanContext?: Context; readonly abandoned: () => unknown },
+  options: {
+    readonly spanContext?: Context;
+    readonly abandoned: () => unknown;
+    /** Replaces a failure before it is reported and rethrown (to keep a database's text from the caller). */
+    readonly mapError?: (error: unknown) => unknown;
+  },
 ): AsyncIterable<T> {
   const { spanContext } = options;
   const inSpan = <R>(call: () => R): R => (spanContext ? context.with(spanContext, call) : call());
@@ -29,7 +34,8 @@ export function watchIterable<T>(
             const result = await inSpan(() => inner.next());
             if (result.done) finish();
             return result;
-          } catch (error) {
+          } catch (thrown) {
+            const error = options.mapError ? options.mapError(thrown) : thrown;
             finish(error);
             throw error;
           }

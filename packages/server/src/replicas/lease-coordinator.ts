@@ -35,6 +35,11 @@ export interface LeaseCoordinatorOptions {
   readonly sweepIntervalMs: number;
   /** How long the event log of a finished task stays resumable. */
   readonly eventRetentionMs: number;
+  /**
+   * How long a run waits out a database outage (its event writes and lease renewals are retried, and its
+   * lease is renewed after the outage if no other replica took it); a longer outage fails it. Default 60 s.
+   */
+  readonly outageToleranceMs?: number;
   /** Called for each expired lease this replica took over (the lease takeovers metric). */
   readonly onTakeover?: () => void;
   /** Called at every sweeper tick, beside the lease sweep: the retention pass starts from here when it is due. */
@@ -55,7 +60,15 @@ interface RunState {
   /** Set when the lease is gone: nothing more of this run may be written. */
   lost: boolean;
   renewer: NodeJS.Timeout | undefined;
+  /** When renewals started failing (the database away), or undefined while they succeed. */
+  renewFailingSince: number | undefined;
+  /** A renewal in flight, so a timer tick and a fenced write's retry share it. */
+  renewing: Promise<boolean> | undefined;
 }
+
+/** How often a run whose renewal failed tries again, so its lease is renewed soon after the database returns. */
+const renewRetryMs = 250;
+const defaultOutageToleranceMs = 60_000;
 
 const maxFlushTries = 5;
 
@@ -82,9 +95,18 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   private readonly unsubscribeCancel: () => void;
   private sweeping = false;
   private lastEventSweep = 0;
+  /** Set when this replica saw the database fail; the next successful sweep starts the hold-off below. */
+  private sawOutage = false;
+  /**
+   * No expired lease is taken over before this time: after an outage every holder's lease may have lapsed
+   * only because nobody could renew, so the holders get one lease lifetime to renew before they are judged lost.
+   */
+  private holdOffUntil = 0;
+  private readonly outageToleranceMs: number;
 
   constructor(private readonly options: LeaseCoordinatorOptions) {
     this.ownsUnfinishedTasks = options.ownsUnfinishedTasks === true;
+    this.outageToleranceMs = options.outageToleranceMs ?? defaultOutageToleranceMs;
     // Every run of this replica holds a lease, so a cancel announced for one of them finds it here.
     this.unsubscribeCancel = options.leases.onCancel((key, taskId) => {
       for (const run of this.runs.keys()) {
@@ -122,13 +144,18 @@ export class LeaseCoordinator implements ReplicaCoordinator {
         continued || grant.orphan?.taskId === run.taskId
           ? await this.options.events.lastSeq(run.tenant, run.taskId)
           : 0;
-      const state: RunState = { fence, seqBase, queue: [], flushing: undefined, lost: false, renewer: undefined };
-      state.renewer = setInterval(
-        () => void this.renew(run, state),
-        Math.max(1, Math.floor(this.options.leaseTtlMs / 3)),
-      );
-      state.renewer.unref();
+      const state: RunState = {
+        fence,
+        seqBase,
+        queue: [],
+        flushing: undefined,
+        lost: false,
+        renewer: undefined,
+        renewFailingSince: undefined,
+        renewing: undefined,
+      };
       this.runs.set(run, state);
+      this.scheduleRenewal(run, state, this.renewIntervalMs());
     } catch (error) {
       await this.releaseLease(fence);
       throw error;
@@ -173,12 +200,12 @@ export class LeaseCoordinator implements ReplicaCoordinator {
             // A database that is away (a restart, a failover) is waited out for as long as the lease
             // can still be live: the fenced append is safe to retry, and lands or is FENCED once
             // PostgreSQL is back. A store error (not an outage) still gives up after a few tries.
-            const outage = !(error instanceof StoreError) && Date.now() - failingSince < this.options.leaseTtlMs;
-            if (
-              (error instanceof StoreError && error.code === "FENCED") ||
-              state.lost ||
-              (attempt >= maxFlushTries && !outage)
-            ) {
+            const outage = !(error instanceof StoreError) && Date.now() - failingSince < this.outageToleranceMs;
+            const fenced = error instanceof StoreError && error.code === "FENCED";
+            // FENCED after an outage may only mean the lease lapsed while nobody could renew it: renewing
+            // it (possible only while no other replica took it, which bumps the token) makes the append valid again.
+            if (fenced && !state.lost && attempt < maxFlushTries && (await this.renew(run, state))) continue;
+            if (fenced || state.lost || (attempt >= maxFlushTries && !outage)) {
               this.lose(run, state, error);
               return;
             }
@@ -199,23 +226,67 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     if (!run.finished) run.controller.abort(new Error("this replica lost the context lease (executor lost)"));
   }
 
-  private async renew(run: TaskRun, state: RunState): Promise<void> {
-    if (state.lost) return;
-    try {
-      const result = await this.options.leases.renew(state.fence, this.options.leaseTtlMs);
-      if (!result.held) this.lose(run, state, new Error("the lease expired before it was renewed"));
-      else if (result.cancelRequested) run.cancel("canceled");
-    } catch (error) {
-      // A failed renewal is retried on the next tick; the lease only lapses after ttl without any success.
-      this.options.logger.warn({ taskId: run.taskId, err: error }, "could not renew a context lease");
-    }
+  private renewIntervalMs(): number {
+    return Math.max(1, Math.floor(this.options.leaseTtlMs / 3));
+  }
+
+  /** The next renewal of a run: every ttl/3, or every 250 ms while the database fails. */
+  private scheduleRenewal(run: TaskRun, state: RunState, delayMs: number): void {
+    clearTimeout(state.renewer);
+    if (state.lost || !this.runs.has(run)) return;
+    state.renewer = setTimeout(() => {
+      void this.renew(run, state).then(() =>
+        this.scheduleRenewal(
+          run,
+          state,
+          state.renewFailingSince === undefined
+            ? this.renewIntervalMs()
+            : Math.min(renewRetryMs, this.renewIntervalMs()),
+        ),
+      );
+    }, delayMs);
+    state.renewer.unref();
+  }
+
+  /**
+   * Renews the run's lease; true while it is held. A renewal also succeeds on a lease that lapsed during a
+   * database outage as long as no replica took it over (that bumps the token, and then this run is lost).
+   * Failures (the database away) are retried until `outageToleranceMs` has passed without a success.
+   */
+  private renew(run: TaskRun, state: RunState): Promise<boolean> {
+    if (state.lost) return Promise.resolve(false);
+    state.renewing ??= (async () => {
+      try {
+        const result = await this.options.leases.renew(state.fence, this.options.leaseTtlMs);
+        state.renewFailingSince = undefined;
+        if (!result.held) {
+          this.lose(run, state, new Error("another replica took the lease over before it was renewed"));
+          return false;
+        }
+        if (result.cancelRequested) run.cancel("canceled");
+        return true;
+      } catch (error) {
+        this.sawOutage = true;
+        state.renewFailingSince ??= Date.now();
+        const failingMs = Date.now() - state.renewFailingSince;
+        if (failingMs >= this.outageToleranceMs) {
+          this.lose(run, state, new Error(`the database was unreachable for ${failingMs} ms (outage tolerance)`));
+          return false;
+        }
+        this.options.logger.warn({ taskId: run.taskId, err: error }, "could not renew a context lease; retrying");
+        return false;
+      } finally {
+        state.renewing = undefined;
+      }
+    })();
+    return state.renewing;
   }
 
   /** Waits for the run's events to be durable, then frees the context. Runs before the run is marked ended. */
   async finish(run: TaskRun): Promise<void> {
     const state = this.runs.get(run);
     if (!state) return;
-    clearInterval(state.renewer);
+    clearTimeout(state.renewer);
     while (state.flushing) await state.flushing;
     this.runs.delete(run);
     if (!state.lost) await this.releaseLease(state.fence);
@@ -225,7 +296,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   async release(run: TaskRun): Promise<void> {
     const state = this.runs.get(run);
     if (!state) return;
-    clearInterval(state.renewer);
+    clearTimeout(state.renewer);
     this.runs.delete(run);
     await this.releaseLease(state.fence);
   }
@@ -339,7 +410,19 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     this.sweeping = true;
     let ended = 0;
     try {
-      for (const lease of await this.options.leases.expired(20)) {
+      const expired = await this.options.leases.expired(20);
+      if (this.sawOutage) {
+        // The database is back: leases that lapsed while it was away say nothing about their holders yet.
+        this.sawOutage = false;
+        this.holdOffUntil = Date.now() + this.options.leaseTtlMs;
+        this.options.logger.warn(
+          { holdOffMs: this.options.leaseTtlMs },
+          "the database is reachable again; expired leases are left to their holders for one lease lifetime",
+        );
+      }
+      for (const lease of Date.now() < this.holdOffUntil ? [] : expired) {
+        // This replica's own live run is never judged lost by this replica: its renewer renews the lease.
+        if (this.isOwnLiveLease(lease.key, lease.token)) continue;
         const fence = await this.options.leases.takeOver(lease, this.options.leaseTtlMs);
         if (!fence) continue;
         this.options.onTakeover?.();
@@ -355,6 +438,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
         await this.options.events.sweep(this.options.eventRetentionMs);
       }
     } catch (error) {
+      this.sawOutage = true;
       this.options.logger.warn({ err: error }, "lease sweep failed; retrying on the next tick");
     } finally {
       this.sweeping = false;
@@ -362,10 +446,24 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     return ended;
   }
 
+  private isOwnLiveLease(key: ThreadKey, token: number): boolean {
+    for (const [run, state] of this.runs) {
+      if (
+        !state.lost &&
+        state.fence.token === token &&
+        run.tenant === key.tenant &&
+        state.fence.key.contextId === key.contextId
+      ) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.unsubscribeCancel();
-    for (const state of this.runs.values()) clearInterval(state.renewer);
+    for (const state of this.runs.values()) clearTimeout(state.renewer);
   }
 }
 

@@ -140,8 +140,12 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
     async renew(fence, ttlMs): Promise<RenewResult> {
       open("renew");
       checkTtl(ttlMs);
-      const lease = current(fence);
-      if (!lease) return { held: false, cancelRequested: false };
+      // A lease that lapsed but that nobody acquired or took over still carries this token: renewing it is
+      // safe (no newer fence exists), as PostgreSQL's renew does after an outage.
+      const lease = leases.get(slot(fence.key));
+      if (!lease || lease.token !== fence.token || lease.expiresAt === Number.NEGATIVE_INFINITY) {
+        return { held: false, cancelRequested: false };
+      }
       lease.expiresAt = now() + ttlMs;
       return { held: true, cancelRequested: lease.cancelRequested };
     },

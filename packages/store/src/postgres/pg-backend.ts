@@ -12,6 +12,12 @@ import { createPgThreadStore } from "./pg-thread-store.js";
 export interface PostgresBackendOptions {
   /** A postgres:// or postgresql:// connection URL. */
   readonly url: string;
+  /**
+   * Longest wait, in milliseconds, for a pooled connection (connect included) and for one statement, on the
+   * client (a silent network) and on the server (statement_timeout). Past it the call fails with an error that
+   * isDatabaseUnavailable recognises. Default 5 000.
+   */
+  readonly timeoutMs?: number;
   /** Connections in this replica's pool (the LISTEN connection is extra). */
   readonly poolSize?: number;
   /** Apply pending migrations on open (true by default). */
@@ -31,9 +37,24 @@ export interface PostgresBackend extends ReplicaBackend {
   readonly listener: PgListener;
 }
 
+const defaultTimeoutMs = 5_000;
+export const poolApplicationName = "parley";
+
 /** Opens the PostgreSQL backend: pool, schema, listener, store, leases and event log of one replica. */
 export async function createPostgresBackend(options: PostgresBackendOptions): Promise<PostgresBackend> {
-  const pool = new pg.Pool({ connectionString: options.url, max: options.poolSize ?? 10 });
+  const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
+  // Bounded waits: without them a request waits for as long as the database is away (a dropped network
+  // gives no error at all). TCP keepalive notices a dead peer on idle connections.
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: timeoutMs,
+    query_timeout: timeoutMs,
+    statement_timeout: timeoutMs,
+    keepAlive: true,
+    // Named so operators (and tests) can tell a replica's connections apart in pg_stat_activity.
+    application_name: poolApplicationName,
+  });
   // An idle pooled client that loses its connection emits here; without a listener it would crash the process.
   pool.on("error", (error) => options.onError?.(error));
   try {
@@ -50,6 +71,7 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
   }
   const listener = createPgListener({
     connectionString: options.url,
+    timeoutMs,
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;

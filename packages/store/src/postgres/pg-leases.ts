@@ -98,9 +98,11 @@ export function createPgLeases(options: PgLeasesOptions): ContextLeases {
     async renew(fence, ttlMs) {
       open("renew");
       checkTtl(ttlMs);
+      // Also a lease that lapsed (a database outage kept its holder from renewing) as long as nobody acquired
+      // or took it over since: either bumps the token, so no newer fence exists. Released leases are -infinity.
       const { rows } = await pool.query<{ cancel_requested: boolean }>(
         `UPDATE parley_context_leases SET expires_at = now() + make_interval(secs => $3)
-         WHERE thread_key = $1 AND token = $2 AND expires_at > now()
+         WHERE thread_key = $1 AND token = $2 AND expires_at > '-infinity'::timestamptz
          RETURNING cancel_requested`,
         [checkKey(fence.key), fence.token, seconds(ttlMs)],
       );

@@ -6,6 +6,8 @@ export const listenerApplicationName = "parley-listener";
 
 export interface PgListenerOptions {
   readonly connectionString: string;
+  /** Longest wait for the connection and its LISTEN statements, in milliseconds. */
+  readonly timeoutMs?: number;
   /** Reports connection trouble; the listener keeps reconnecting regardless. */
   readonly onError?: (error: Error) => void;
 }
@@ -47,6 +49,10 @@ export function createPgListener(options: PgListenerOptions): PgListener {
           const c = new pg.Client({
             connectionString: options.connectionString,
             application_name: listenerApplicationName,
+            keepAlive: true,
+            ...(options.timeoutMs
+              ? { connectionTimeoutMillis: options.timeoutMs, query_timeout: options.timeoutMs }
+              : {}),
           });
           try {
             c.on("error", (error) => lost(c, error));
@@ -69,9 +75,12 @@ export function createPgListener(options: PgListenerOptions): PgListener {
             connectedOnce = true;
             return;
           } catch (error) {
-            if (closed) throw error;
             c.removeAllListeners("end");
-            c.end().catch(() => {});
+            const ended = c.end().catch(() => {});
+            if (closed) {
+              await ended;
+              throw error;
+            }
             options.onError?.(error as Error);
             await new Promise((resolve) => setTimeout(resolve, backoffMs).unref());
             backoffMs = Math.min(backoffMs * 2, 2000);
@@ -114,6 +123,9 @@ export function createPgListener(options: PgListenerOptions): PgListener {
     },
     async close() {
       closed = true;
+      // A connect in flight ends its own client once it sees `closed` (its waits are bounded): wait for
+      // that, so no connection outlives close().
+      await connecting?.catch(() => {});
       const c = client;
       client = undefined;
       if (c) {

@@ -2,21 +2,28 @@
 import type pg from "pg";
 import { fencedError } from "../core/fences.js";
 import type { Fence } from "../types.js";
+import { isDatabaseUnavailable } from "./pg-errors.js";
 import { threadKeyOf } from "./pg-keys.js";
 
 /** Runs `work` in one transaction on one client: pool.query could run each statement on another connection. */
 export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A connection that failed, timed out or could not roll back is destroyed, not given back: a statement
+  // cut by query_timeout may still be running on it, and the next borrower would queue behind it.
+  let broken: Error | undefined;
   try {
     await client.query("BEGIN");
     const result = await work(client);
     await client.query("COMMIT");
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
+    if (isDatabaseUnavailable(error)) broken = error as Error;
+    await client.query("ROLLBACK").catch((rollbackError: Error) => {
+      broken ??= rollbackError;
+    });
     throw error;
   } finally {
-    client.release();
+    client.release(broken);
   }
 }
 
