@@ -196,6 +196,13 @@ export class LeaseCoordinator implements ReplicaCoordinator {
             await this.options.events.append(run.tenant, run.taskId, batch, state.fence);
             break;
           } catch (error) {
+            // An attempt cut off by the outage may have committed before its answer was lost: then this
+            // retry is refused for not continuing the log. Only this run writes the task's log under its
+            // fence, and a batch is one transaction, so a log that reaches the batch's last seq holds it.
+            if (failingSince !== undefined && error instanceof StoreError && error.code !== "FENCED") {
+              const landed = await this.options.events.lastSeq(run.tenant, run.taskId).catch(() => -1);
+              if (landed >= batch[batch.length - 1]!.seq) break;
+            }
             failingSince ??= Date.now();
             // A database that is away (a restart, a failover) is waited out for as long as the lease
             // can still be live: the fenced append is safe to retry, and lands or is FENCED once

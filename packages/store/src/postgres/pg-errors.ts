@@ -21,7 +21,7 @@ const socketCodes = new Set([
 ]);
 /** node-postgres's own messages for a lost or timed-out connection (they carry no code). */
 const clientMessages =
-  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|connection timeout|Connection ended|the PostgreSQL listener was closed/i;
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|connection timeout|Connection ended|the PostgreSQL listener was closed|the PostgreSQL listener could not connect/i;
 
 /** True when `error` (or its cause) says the database could not be reached or answer in time. */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -30,6 +30,19 @@ export interface PgListener {
   close(): Promise<void>;
 }
 
+/** `work`, or a rejection after `timeoutMs` (when set) that says the listener is not connected. */
+function bounded(work: Promise<void>, timeoutMs: number | undefined): Promise<void> {
+  if (timeoutMs === undefined) return work;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new Error(`the PostgreSQL listener could not connect within ${timeoutMs} ms`)),
+      timeoutMs,
+    );
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
+}
+
 export function createPgListener(options: PgListenerOptions): PgListener {
   const handlers = new Map<string, Set<(payload: string) => void>>();
   const reconnectHandlers = new Set<() => void>();
@@ -107,7 +120,9 @@ export function createPgListener(options: PgListenerOptions): PgListener {
   void connect();
 
   return {
-    ready: () => (client ? Promise.resolve() : connect()),
+    // Bounded like every other wait on the database: while PostgreSQL is away the reconnect loop goes on,
+    // but a caller waiting for LISTEN gets an error after timeoutMs instead of waiting for the outage to end.
+    ready: () => (client ? Promise.resolve() : bounded(connect(), options.timeoutMs)),
     on(channel, handler) {
       const set = handlers.get(channel) ?? new Set();
       handlers.set(channel, set);
