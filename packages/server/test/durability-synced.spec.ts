@@ -82,6 +82,47 @@ describe("durability", () => {
     }
   }, 120_000);
 
+  it("an interrupted turn: its messageId answers the FAILED task, which says how to resume; a new messageId does", async () => {
+    const dir = dataDir();
+    const slow = { ...env, PARLEY_ECHO_DELAY_MS: "2000" };
+    const server = await spawnServer({ dataDir: dir, env: slow });
+    const contextId = "resume-ctx";
+    const message = userMessage("the turn the crash cut off", { contextId, messageId: "resume-m-1" });
+    let taskId: string;
+    try {
+      const res = await server.a2a().sendMessage({ message, configuration: { returnImmediately: true } });
+      taskId = (res.payload.value as Task).id;
+    } finally {
+      server.child.kill("SIGKILL");
+      server.closeClients();
+    }
+    await server.exited;
+    const restarted = await spawnServer({ dataDir: dir, env });
+    try {
+      const a2a = restarted.a2a();
+      const retry = (await a2a.sendMessage({ message })).payload.value as Task;
+      expect(retry.id).toBe(taskId);
+      expect(retry.status?.state).toBe(TaskState.FAILED);
+      const why = messageText(retry.status!.message!);
+      expect(why).toMatch(/^interrupted: the server stopped while this task was running/);
+      expect(why).toContain(`send it as a new message (a new messageId) with contextId "${contextId}"`);
+      // What the status says works: a new messageId in the same context runs, with the cut-off turn in its history.
+      const resumed = (
+        await a2a.sendMessage({ message: userMessage("once more", { contextId, messageId: "resume-m-2" }) })
+      ).payload.value as Task;
+      expect(resumed.status?.state).toBe(TaskState.COMPLETED);
+      const reply = resumed.artifacts
+        .flatMap((a) => a.parts)
+        .map((p) => (p.content.case === "text" ? p.content.value : ""))
+        .join("");
+      expect(reply).toContain("user: the turn the crash cut off");
+    } finally {
+      restarted.child.kill("SIGTERM");
+      restarted.closeClients();
+      await restarted.exited;
+    }
+  }, 120_000);
+
   it("synced: concurrent sends share fsyncs (group commit); the default mode makes none", async () => {
     const synced = await spawnServer({ dataDir: dataDir(), env: { ...env, PARLEY_DURABILITY: "synced" } });
     try {

@@ -32,7 +32,7 @@ import { encodeInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
 import { createLocalCoordinator, type ReplicaCoordinator } from "./replica-coordinator.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
-import { isCutOffByLostRun, setStatus, statusEvent, taskRecord, withIds } from "./task-model.js";
+import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord, withIds } from "./task-model.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
 
@@ -152,7 +152,7 @@ export class Engine {
     for (const record of await this.store.listUnfinishedTasks()) {
       if (!isCutOffByLostRun(record.state)) continue;
       failed++;
-      const why = "interrupted: the server stopped while this task was running";
+      const why = interruptedStatus("interrupted: the server stopped while this task was running", record.contextId);
       if (this.coordinator.failInterrupted) {
         // Under the context's lease, so the task's event log gets its final event after what it logged.
         await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);

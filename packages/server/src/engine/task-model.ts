@@ -48,6 +48,15 @@ export function isCutOffByLostRun(state: TaskState): boolean {
   return state !== TaskState.UNSPECIFIED && !endsTurn(state);
 }
 
+/**
+ * What a FAILED task whose run was cut off (a stop, a crash, a lost replica) tells its client: a retry of the same
+ * messageId is answered with this FAILED task (a messageId names one message), so the turn is tried again as a
+ * new message in the same conversation, whose history already holds the interrupted message.
+ */
+export function interruptedStatus(why: string, contextId: string): string {
+  return `${why}; to try this turn again, send it as a new message (a new messageId) with contextId ${JSON.stringify(contextId)}: resending messageId of this task returns this FAILED task`;
+}
+
 /** Sets the task's status to `state` now, with an agent message saying why when `text` is given. */
 export function setStatus(task: Task, state: TaskState, text?: string): void {
   task.status = create(TaskStatusSchema, {

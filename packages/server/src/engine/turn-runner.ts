@@ -24,6 +24,7 @@ import { encodeMessage } from "./task-encoding.js";
 import {
   agentMessage,
   appendArtifact,
+  interruptedStatus,
   publishArtifact,
   setStatus,
   statusEvent,
@@ -128,7 +129,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
       finalState = TaskState.FAILED;
       if (reason instanceof ChainRefusedError) refused = reason.reason;
       statusText = shutdown
-        ? "interrupted: the server shut down before this task finished"
+        ? interruptedStatus("interrupted: the server shut down before this task finished", run.contextId)
         : `agent ${agent.name} failed: ${reason instanceof Error ? reason.message : String(reason)}`;
       if (!shutdown) ctx.logger.warn({ taskId: run.taskId, err: reason }, "agent failed");
     }

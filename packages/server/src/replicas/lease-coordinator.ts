@@ -20,7 +20,7 @@ import {
 } from "@parley/store";
 import type { Logger } from "pino";
 import type { ReplicaCoordinator } from "../engine/replica-coordinator.js";
-import { isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "../engine/task-model.js";
+import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "../engine/task-model.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { contextBusy } from "../errors.js";
 
@@ -399,7 +399,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     key: ThreadKey,
     taskId: string,
     fence: Fence,
-    why = "executor lost: the replica running this task stopped renewing its lease",
+    why = interruptedStatus("executor lost: the replica running this task stopped renewing its lease", key.contextId),
   ): Promise<void> {
     const record = await this.options.store.getTask(key.tenant, taskId);
     if (record && isCutOffByLostRun(record.state)) {
