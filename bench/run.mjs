@@ -190,12 +190,23 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
   await parleyGroup(round, "parley-synced", { env: { PARLEY_DURABILITY: "synced" }, execArgv: parleyExecArgv }, [
     sc("bridge-send-synced", "Parley bridge (embedded), synced", "jsonrpc", "send", "fresh", "bridge-send"),
     {
-      ...sc("bridge-send-synced-1", "Parley bridge (embedded), synced, 1 in flight", "jsonrpc", "send", "fresh"),
+      ...sc(
+        "bridge-send-synced-1",
+        "Parley bridge (embedded), synced, 1 in flight",
+        "jsonrpc",
+        "send",
+        "fresh",
+        "bridge-send-1",
+      ),
       overrides: { concurrency: 1 },
     },
   ]);
   await parleyGroup(round, "parley", { execArgv: parleyExecArgv }, [
     sc("bridge-send", "Parley bridge (embedded)", "jsonrpc", "send", "fresh", "anchor-jsonrpc-send"),
+    {
+      ...sc("bridge-send-1", "Parley bridge (embedded), 1 in flight", "jsonrpc", "send", "fresh"),
+      overrides: { concurrency: 1 },
+    },
     sc("bridge-send-reused", "Parley bridge (embedded)", "jsonrpc", "send", "reused", "anchor-jsonrpc-send-reused"),
     sc("bridge-stream", "Parley bridge (embedded)", "jsonrpc", "stream", "fresh", "anchor-jsonrpc-stream"),
     sc("grpc-send", "Parley gRPC", "grpc", "send", "fresh", "anchor-grpc-send"),
