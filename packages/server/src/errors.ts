@@ -149,7 +149,8 @@ export function withoutDatabaseText(error: unknown): unknown {
 /** Maps a store failure to the RPC error a caller should see; ConnectErrors pass unchanged. */
 export function storeFailure(error: unknown): ConnectError {
   if (error instanceof ConnectError) return error;
-  if (isDatabaseError(error)) return databaseFailure(error);
+  // Only store work reaches here, so a bare socket error is the database's too.
+  if (isDatabaseError(error) || isDatabaseUnavailable(error)) return databaseFailure(error);
   if (error instanceof StoreError) {
     switch (error.code) {
       case "INVALID_ID":

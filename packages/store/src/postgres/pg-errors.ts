@@ -41,11 +41,20 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * True for an error raised by PostgreSQL or its client library (a SQLSTATE with a severity, or an
- * unavailable database): its text is the database's, for the server log, never for a caller.
+ * True for an error raised by PostgreSQL (a SQLSTATE with a severity) or by node-postgres about its
+ * connection: its text is the database's, for the server log, never for a caller. Bare socket errors
+ * (ECONNREFUSED, ...) are not claimed here, since any outgoing call raises them; on a store call they
+ * are the database's, which isDatabaseUnavailable says.
  */
 export function isDatabaseError(error: unknown): boolean {
-  if (isDatabaseUnavailable(error)) return true;
-  const e = error as { code?: unknown; severity?: unknown } | undefined;
-  return typeof e?.code === "string" && /^[0-9A-Z]{5}$/.test(e.code) && typeof e.severity === "string";
+  for (
+    let e = error, depth = 0;
+    e && typeof e === "object" && depth < 4;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
+    const { code, severity, message } = e as { code?: unknown; severity?: unknown; message?: unknown };
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) && typeof severity === "string") return true;
+    if (typeof message === "string" && clientMessages.test(message)) return true;
+  }
+  return false;
 }
