@@ -19,7 +19,8 @@ export function storeNotice(config: StoreSettings): string {
       const url = new URL(config.storeUrl);
       where = `${url.hostname}:${url.port || "5432"}${url.pathname}`;
     } catch {}
-    return `store: PostgreSQL at ${where} (shared by the replicas; what an acknowledged write survives is the database's synchronous_commit)`;
+    const ignored = config.durability === "synced" ? "; PARLEY_DURABILITY applies to LevelDB only" : "";
+    return `store: PostgreSQL at ${where} (shared by the replicas; what an acknowledged write survives is the database's synchronous_commit${ignored})`;
   }
   return config.durability === "synced"
     ? `store: LevelDB in ${config.dataDir}, durability synced (every write fsynced before it is acknowledged)`

@@ -126,6 +126,7 @@ describe("durability", () => {
   it("synced: concurrent sends share fsyncs (group commit); the default mode makes none", async () => {
     const synced = await spawnServer({ dataDir: dataDir(), env: { ...env, PARLEY_DURABILITY: "synced" } });
     try {
+      expect(synced.stdout()).toMatch(/store: LevelDB in \S+, durability synced \(every write fsynced/);
       const before = await commits(synced);
       const acked = await concurrentSends(synced, 64, "share");
       expect(acked).toHaveLength(64);
@@ -146,6 +147,7 @@ describe("durability", () => {
 
     const plain = await spawnServer({ dataDir: dataDir(), env });
     try {
+      expect(plain.stdout()).toMatch(/durability process-crash \(survives a crash of this process, not an OS crash/);
       await concurrentSends(plain, 20, "plain");
       const counts = await commits(plain);
       expect(counts.writes).toBeGreaterThanOrEqual(40);
