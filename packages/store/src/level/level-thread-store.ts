@@ -5,9 +5,9 @@ import { bindJobs } from "../core/bind-jobs.js";
 import { taskHash } from "../core/digests.js";
 import {
   type AppendInput,
+  type CommitStats,
   type RetentionQuery,
   type RetentionResult,
-  type CommitStats,
   StoreError,
   type ThreadKey,
   type ThreadMeta,
