@@ -1,12 +1,19 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Transport } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import {
+  type ConnectionLimits,
+  createBodyReader,
   createHealthMonitor,
   createHttpFront,
   createObservability,
+  defaultConnectionLimits,
   type HealthMonitor,
+  http1ServerOptions,
+  limitConnections,
   type Observability,
+  refuseRpc,
   trackHttpRequests,
 } from "@parley/server";
 import { createCardHandler } from "./agent-card.js";
@@ -34,6 +41,8 @@ export interface BridgeOptions {
   /** Interval of SSE keep-alive comments. */
   readonly keepAliveMs?: number;
   readonly limits?: Partial<BridgeLimits>;
+  /** Timeouts and limits of the port (the `connections` settings), the same as the h2c port's. */
+  readonly connections?: ConnectionLimits;
   readonly logger?: Logger;
   /** Metrics, request log and CORS policy; in embedded mode the server's, so /metrics shows the whole process. */
   readonly observability?: Observability;
@@ -68,9 +77,11 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     grpcAddress: options.grpcAddress,
     logger,
   });
+  const limits = { ...defaultLimits, ...options.limits };
+  const connections = options.connections ?? defaultConnectionLimits;
   const serveRpc = createRpcHandler({
     upstream: options.upstream,
-    limits: { ...defaultLimits, ...options.limits },
+    limits,
     checkAgent,
     sse,
     logger,
@@ -110,10 +121,32 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       }
     });
   };
-  // The front (request id, CORS, /healthz, /readyz, /metrics) first, then the tracked JSON-RPC and card routes.
+  // A body that does not arrive in time is answered in its route's protocol: Connect's for the Connect routes.
+  const refuseSlowBody = (req: IncomingMessage, res: ServerResponse, message: string) => {
+    const pathname = new URL(req.url ?? "/", "http://bridge.invalid").pathname;
+    if (options.routes?.some((r) => r.matches(pathname))) {
+      refuseRpc(req, res, Code.DeadlineExceeded, message, 408);
+      return;
+    }
+    sendJson(res, 408, { jsonrpc: "2.0", id: null, error: { code: JsonRpcCode.InvalidRequest, message } });
+  };
+  // Every body is read (within connections.bodyTimeoutMs, and the largest any route takes) before routing, so an
+  // oversize one is answered 413 only after its rest was read and thrown away: the client gets the 413, not a reset.
+  // Then the front (request id, CORS, /healthz, /readyz, /metrics), then the tracked JSON-RPC and card routes.
+  const maxBodyBytes = Math.max(limits.maxBodyBytes, ...(options.routes ?? []).map((r) => r.maxBodyBytes ?? 0));
   const server = createServer(
-    createHttpFront({ observability, health }, trackHttpRequests(observability, "jsonrpc", handle)),
+    http1ServerOptions(connections),
+    createBodyReader(
+      {
+        maxBodyBytes,
+        maxDiscardBytes: connections.maxDiscardBytes,
+        bodyTimeoutMs: connections.bodyTimeoutMs,
+        refuseSlowBody,
+      },
+      createHttpFront({ observability, health }, trackHttpRequests(observability, "jsonrpc", handle)),
+    ),
   );
+  limitConnections(server, connections);
   server.on("clientError", (error, socket) => {
     logger.debug({ err: error }, "malformed HTTP request");
     if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");

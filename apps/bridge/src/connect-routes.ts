@@ -11,7 +11,12 @@ import {
   ThreadService,
   headers as wireHeaders,
 } from "@parley/proto";
-import { classifyDecodeErrors, createDecodeErrorInterceptor, createStrictTextDecoder } from "@parley/server";
+import {
+  classifyDecodeErrors,
+  createDecodeErrorInterceptor,
+  createStrictTextDecoder,
+  rpcFramingBytes,
+} from "@parley/server";
 import type { HttpRoute } from "./http-route.js";
 
 /** The services the bridge's HTTP/1.1 port answers over Connect and gRPC-Web (what the console uses). */
@@ -120,6 +125,7 @@ export function createConnectRoutes(options: ConnectRoutesOptions): HttpRoute {
   return {
     matches: (pathname) => prefixes.some((p) => pathname.startsWith(p)),
     handle: (req, res) => handler(req, res),
+    maxBodyBytes: options.maxBodyBytes + rpcFramingBytes,
     close: () => shutdown.abort(),
   };
 }

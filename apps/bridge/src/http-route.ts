@@ -10,6 +10,8 @@ export interface HttpRoute {
   /** Says whether this route serves the path (already parsed, not decoded). */
   matches(pathname: string): boolean;
   handle(req: IncomingMessage, res: ServerResponse): void;
+  /** The longest request body this route takes, when longer than the bridge's own limit (bodies are read before routing). */
+  readonly maxBodyBytes?: number;
   /** Called when the bridge closes: end what is still open. */
   close?(): void;
 }

@@ -135,7 +135,8 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       const rpcError = failure(error, method);
       noteRequest(res, { code: String(rpcError.code), error: rpcError.message });
       sendJson(res, rpcError.httpStatus, { jsonrpc: "2.0", id, error: rpcError.toObject() }, rpcError.options.headers);
-      if (rpcError.httpStatus === 413) req.destroy();
+      // A body left unread (it did not pass the body reader) would otherwise be read on to its end.
+      if (rpcError.httpStatus === 413 && rpcError.options.headers?.Connection === "close") req.destroy();
     }
   };
 }

@@ -1,6 +1,8 @@
 import type { IncomingMessage } from "node:http";
+import { parleyErrorDomain } from "@parley/proto";
+import { readBodyOf } from "@parley/server";
 import { z } from "zod";
-import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import { errorInfoData, JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
 import { describeType } from "./methods.js";
 
 export type JsonRpcId = string | number | null;
@@ -12,14 +14,23 @@ export interface JsonRpcEnvelope {
 }
 
 /**
- * Reads the body up to `maxBytes`; more is refused with 413 before it is buffered.
- * Plain 'data'/'end' listeners: an async iterator over the request builds a
- * stream adapter, an end-of-stream watcher and their promises per request
- * (about 2% of an embedded send's CPU in the profile).
+ * The body, up to `maxBytes`; a longer one is refused with 413. On the bridge's
+ * port the body reader (@parley/server's createBodyReader) has read it already,
+ * and thrown away the rest of a long one, so the 413 reaches the client on a
+ * connection that can stay open. A request that did not pass that reader is
+ * read here, with plain 'data'/'end' listeners (an async iterator over the
+ * request builds a stream adapter, an end-of-stream watcher and their promises
+ * per request: about 2% of an embedded send's CPU in the profile); more than
+ * `maxBytes` is refused before it is buffered, and its connection closed.
  */
 export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers["content-length"]);
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(tooLarge(maxBytes, declared));
+  const read = readBodyOf(req);
+  if (read) {
+    if (!read.tooLarge && read.bytes.length <= maxBytes) return Promise.resolve(read.bytes);
+    return Promise.reject(tooLarge(maxBytes, declaredLength(req) ?? read.receivedBytes, false));
+  }
+  const declared = declaredLength(req);
+  if (declared !== undefined && declared > maxBytes) return Promise.reject(tooLarge(maxBytes, declared));
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -56,14 +67,21 @@ export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer
   });
 }
 
-function tooLarge(maxBytes: number, declared?: number): JsonRpcError {
-  const got = declared === undefined ? "more" : `${declared} bytes`;
+function declaredLength(req: IncomingMessage): number | undefined {
+  const declared = Number(req.headers["content-length"]);
+  return req.headers["content-length"] !== undefined && Number.isFinite(declared) ? declared : undefined;
+}
+
+/** The 413, naming the limit; `closeConnection` when the rest of the body was left unread. */
+function tooLarge(maxBytes: number, got?: number, closeConnection = true): JsonRpcError {
+  const size = got === undefined ? "more" : `${got} bytes`;
   return new JsonRpcError(
     JsonRpcCode.InvalidRequest,
-    `request body too large: ${got}, the limit is ${maxBytes} bytes`,
+    `request body too large: ${size}, the limit is ${maxBytes} bytes per JSON-RPC request body`,
     {
       httpStatus: 413,
-      headers: { Connection: "close" },
+      data: errorInfoData("LIMIT_EXCEEDED", parleyErrorDomain, { limit: "maxBodyBytes", max: String(maxBytes) }),
+      ...(closeConnection ? { headers: { Connection: "close" } } : {}),
     },
   );
 }

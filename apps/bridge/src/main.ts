@@ -23,7 +23,12 @@ import { createRemoteUpstream } from "./upstream.js";
 
 /** Settings a remote-mode bridge uses itself; every other flag would configure a server it does not run. */
 function isRemoteModeSetting(path: string): boolean {
-  return path.startsWith("bridge.") || path.startsWith("operations.") || path === "logLevel";
+  return (
+    path.startsWith("bridge.") ||
+    path.startsWith("operations.") ||
+    path.startsWith("connections.") ||
+    path === "logLevel"
+  );
 }
 
 function load(): LoadedConfig {
@@ -67,6 +72,7 @@ async function main(): Promise<void> {
     host: config.bridge.host,
     port: config.bridge.port,
     keepAliveMs: config.bridge.keepAliveMs,
+    connections: config.connections,
     ...(config.bridge.publicUrl ? { publicUrl: config.bridge.publicUrl } : {}),
     logger,
   };

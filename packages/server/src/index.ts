@@ -68,11 +68,19 @@ export {
   createStrictTextDecoder,
 } from "./interceptors/decode-errors.js";
 export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
+export {
+  type ConnectionLimits,
+  defaultConnectionLimits,
+  http1ServerOptions,
+  limitConnections,
+  rpcFramingBytes,
+} from "./listen/connection-limits.js";
 export { type Cors, type CorsVerdict, createCors, parseCorsOrigin } from "./listen/cors.js";
 export {
   createDualProtocolServer,
   type DualProtocolHandler,
   type DualProtocolServer,
+  type DualProtocolServerOptions,
 } from "./listen/dual-protocol-server.js";
 export {
   createHttpFront,
@@ -83,6 +91,8 @@ export {
   requestIdOf,
   trackHttpRequests,
 } from "./listen/http-front.js";
+export { type BodyReaderOptions, createBodyReader, type ReadBody, readBodyOf } from "./listen/request-body.js";
+export { refuseRpc } from "./listen/rpc-refusal.js";
 export { createLogger, type Logger } from "./logger.js";
 export { instrumentAgent, instrumentStore } from "./observability/instrument.js";
 export {

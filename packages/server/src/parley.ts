@@ -1,5 +1,5 @@
 import { setMaxListeners } from "node:events";
-import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, type ConnectRouter, createConnectRouter, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   A2AService,
@@ -38,6 +38,7 @@ import {
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
 } from "./interceptors/decode-errors.js";
+import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
 import { createHttpFront } from "./listen/http-front.js";
 import { createLogger, type Logger } from "./logger.js";
@@ -318,7 +319,11 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           res.end(`no such RPC: ${req.url}\n`);
         },
       });
-      const listener = createDualProtocolServer(createHttpFront({ observability, health }, handler));
+      const listener = createDualProtocolServer(createHttpFront({ observability, health }, handler), {
+        limits: config.connections,
+        maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,
+        streamingRequestPaths: streamingRequestPaths(routes),
+      });
       const { port } = await listener.listen(config.port, config.host);
       server = listener;
       const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -347,6 +352,17 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     },
   };
   return parley;
+}
+
+/** The request paths of the client- and bidi-streaming RPCs `routes` serves (server reflection's). */
+function streamingRequestPaths(routes: (router: ConnectRouter) => void): Set<string> {
+  const router = createConnectRouter();
+  routes(router);
+  return new Set(
+    router.handlers
+      .filter((h) => h.method.methodKind === "client_streaming" || h.method.methodKind === "bidi_streaming")
+      .map((h) => h.requestPath),
+  );
 }
 
 /** Readiness: the store answers a read, and with PostgreSQL the pool hands out a connection that answers. */

@@ -322,6 +322,61 @@ export const parleyConfigSchema = z
         env: "PARLEY_LOG_TENANT",
       }),
     }),
+    // Both ports (the h2c port and the bridge's JSON-RPC port) take these; see listen/connection-limits.ts.
+    connections: section({
+      headersTimeoutMs: setting(millis(1).default(10_000), {
+        description:
+          "how long a client may take to send a request's headers; on the h2c port also a new connection's first bytes and HTTP/2 preface and SETTINGS",
+        env: "PARLEY_HEADERS_TIMEOUT_MS",
+      }),
+      bodyTimeoutMs: setting(millis(1).default(30_000), {
+        description:
+          "how long a request body may take to arrive in full, from the end of its headers; later, the request is answered 408 (gRPC DEADLINE_EXCEEDED) and cut",
+        env: "PARLEY_BODY_TIMEOUT_MS",
+      }),
+      http1IdleTimeoutMs: setting(millis(1).default(5_000), {
+        description:
+          "an HTTP/1.1 keep-alive connection idle between requests is closed after this long (Node adds 1 s)",
+        env: "PARLEY_HTTP1_IDLE_TIMEOUT_MS",
+      }),
+      http2IdleTimeoutMs: setting(millis(1).default(120_000), {
+        description:
+          "an HTTP/2 connection with no open stream (from its start or its last stream) is closed (GOAWAY) after this long",
+        env: "PARLEY_HTTP2_IDLE_TIMEOUT_MS",
+      }),
+      maxConcurrentStreams: setting(
+        z
+          .int()
+          .min(1)
+          .max(2 ** 31 - 1)
+          .default(1_000),
+        {
+          description: "streams (calls) one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS)",
+        },
+      ),
+      maxConnections: setting(
+        z
+          .int()
+          .min(1)
+          .max(2 ** 31 - 1)
+          .default(4_096),
+        {
+          description: "open connections per port; more are closed as they arrive",
+          env: "PARLEY_MAX_CONNECTIONS",
+        },
+      ),
+      maxDiscardBytes: setting(
+        z
+          .int()
+          .min(0)
+          .max(2 ** 32)
+          .default(64 * 1024 * 1024),
+        {
+          description:
+            "bytes of a too-large request body read and thrown away so that its refusal reaches the client; past this the connection (HTTP/1.1) or stream (HTTP/2) is cut after the refusal",
+        },
+      ),
+    }),
     card: section({
       name: setting(z.string().min(1).default("Parley"), { description: "agent card name" }),
       description: setting(z.string().default("Durable multi-turn agent-to-agent conversations"), {

@@ -1,6 +1,16 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from "node:net";
+import { Code } from "@connectrpc/connect";
+import {
+  type ConnectionLimits,
+  defaultConnectionLimits,
+  http1ServerOptions,
+  limitConnections,
+} from "./connection-limits.js";
+import { watchHttp2Session } from "./http2-session-watch.js";
+import { createBodyReader } from "./request-body.js";
+import { refuseRpc } from "./rpc-refusal.js";
 
 /** What both servers hand each request to: Node's HTTP/1.1 and HTTP/2 compatibility request and response. */
 export type DualProtocolHandler = (
@@ -21,10 +31,26 @@ export interface DualProtocolServer {
   close(forceAfterMs?: number): Promise<void>;
 }
 
+export interface DualProtocolServerOptions {
+  /** Timeouts and limits of the port (the `connections` settings). */
+  readonly limits?: ConnectionLimits;
+  /**
+   * The longest request body a handler takes (the largest message plus its
+   * framing); a longer one is read on and thrown away, up to
+   * `limits.maxDiscardBytes` more, and handed over cut short for the handler
+   * to refuse.
+   */
+  readonly maxBodyBytes: number;
+  /**
+   * Request paths of client- and bidi-streaming RPCs (server reflection): their
+   * requests go on while they answer, so their bodies are not read first (the
+   * RPC layer still bounds each message).
+   */
+  readonly streamingRequestPaths?: ReadonlySet<string>;
+}
+
 /** Every HTTP/2 connection without TLS (h2c with prior knowledge) starts with these 24 bytes (RFC 9113 section 3.4). */
 const http2Preface = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
-/** A connection that sends nothing for this long is closed before it is handed to either server. */
-const firstBytesTimeoutMs = 30_000;
 
 /**
  * One port for gRPC (which needs HTTP/2) and for browsers (Connect and
@@ -34,9 +60,28 @@ const firstBytesTimeoutMs = 30_000;
  * sockets that already hold data (http2 reads it from the socket's buffer), so
  * no byte is lost or parsed twice.
  */
-export function createDualProtocolServer(handler: DualProtocolHandler): DualProtocolServer {
-  const h1 = http.createServer(handler as http.RequestListener);
-  const h2 = http2.createServer({}, handler as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void);
+export function createDualProtocolServer(
+  handler: DualProtocolHandler,
+  options: DualProtocolServerOptions,
+): DualProtocolServer {
+  const limits = options.limits ?? defaultConnectionLimits;
+  const streaming = options.streamingRequestPaths ?? new Set<string>();
+  // Every request's body is read, within its deadline and size, before any handler runs.
+  const guarded = createBodyReader(
+    {
+      maxBodyBytes: options.maxBodyBytes,
+      maxDiscardBytes: limits.maxDiscardBytes,
+      bodyTimeoutMs: limits.bodyTimeoutMs,
+      refuseSlowBody: (req, res, message) => refuseRpc(req, res, Code.DeadlineExceeded, message, 408),
+      passThrough: (req) => streaming.size > 0 && streaming.has((req.url ?? "").split("?", 1)[0]!),
+    },
+    handler,
+  );
+  const h1 = http.createServer(http1ServerOptions(limits), guarded as http.RequestListener);
+  const h2 = http2.createServer(
+    { settings: { maxConcurrentStreams: limits.maxConcurrentStreams } },
+    guarded as (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => void,
+  );
   // Node's HTTP/1.1 server sets up its connection list (closeIdleConnections, and the request and headers
   // timeouts' checks) when it starts listening; this one never listens itself, so it is told it does.
   h1.emit("listening");
@@ -44,6 +89,7 @@ export function createDualProtocolServer(handler: DualProtocolHandler): DualProt
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    watchHttp2Session(session, limits);
   });
   const pending = new Set<Socket>();
   // Every accepted socket: a destroyed HTTP/2 session does not always destroy its socket at once.
@@ -54,7 +100,8 @@ export function createDualProtocolServer(handler: DualProtocolHandler): DualProt
     socket.once("close", () => sockets.delete(socket));
     pending.add(socket);
     let seen: Buffer = Buffer.alloc(0);
-    const timer = setTimeout(() => socket.destroy(), firstBytesTimeoutMs);
+    // A connection that has not told its protocol (all of the HTTP/2 preface, or one byte that is not) by then is closed.
+    const timer = setTimeout(() => socket.destroy(), limits.headersTimeoutMs);
     const done = () => {
       clearTimeout(timer);
       pending.delete(socket);
@@ -83,6 +130,7 @@ export function createDualProtocolServer(handler: DualProtocolHandler): DualProt
     socket.on("error", () => socket.destroy());
   };
   const server = createNetServer(route);
+  limitConnections(server, limits);
 
   return {
     server,

@@ -1,0 +1,61 @@
+import * as http2 from "node:http2";
+import { type Code, ConnectError } from "@connectrpc/connect";
+import { endStreamToJson, errorToJson } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { NodeRequest, NodeResponse } from "./http-front.js";
+
+/**
+ * Answers an RPC that is refused before its handler ran (its body did not
+ * arrive in time) in the protocol it came in, so each client reports the code
+ * and message rather than a broken stream: gRPC and gRPC-Web get a
+ * trailers-only response (grpc-status in the headers), Connect streaming an
+ * end-stream message, Connect unary its JSON error with `httpStatus`, anything
+ * else plain text.
+ */
+export function refuseRpc(req: NodeRequest, res: NodeResponse, code: Code, message: string, httpStatus: number): void {
+  const contentType = String(req.headers["content-type"] ?? "").toLowerCase();
+  const error = new ConnectError(message, code);
+  if (contentType.startsWith("application/grpc")) {
+    const headers = new Headers({ "content-type": contentType });
+    setTrailerStatus(headers, error);
+    const fields: Record<string, string> = { ":status": "200" };
+    headers.forEach((value, name) => {
+      fields[name] = value;
+    });
+    // Trailers-only: one HEADERS frame that ends the stream, as gRPC asks (an empty DATA frame after it would not be).
+    if ("stream" in req && !req.stream.headersSent && !req.stream.destroyed) {
+      req.stream.respond(fields, { endStream: true });
+      return;
+    }
+    delete fields[":status"];
+    if (!res.headersSent) res.writeHead(200, fields);
+    res.end();
+    return;
+  }
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  if (contentType.startsWith("application/connect+")) {
+    const json = new TextEncoder().encode(JSON.stringify(endStreamToJson(new Headers(), error, undefined)));
+    const envelope = new Uint8Array(5 + json.length);
+    envelope[0] = 0b10; // the end-stream flag
+    new DataView(envelope.buffer).setUint32(1, json.length);
+    envelope.set(json, 5);
+    res.writeHead(200, { "content-type": contentType });
+    res.end(envelope);
+    return;
+  }
+  if (contentType.startsWith("application/json") || contentType.startsWith("application/proto")) {
+    res.writeHead(httpStatus, { "content-type": "application/json" });
+    res.end(JSON.stringify(errorToJson(error, undefined)));
+    return;
+  }
+  res.writeHead(httpStatus, { "content-type": "text/plain; charset=utf-8" });
+  res.end(`${message}\n`);
+}
+
+/** Tells an HTTP/2 client to stop sending a request whose response is complete (RFC 9113 section 8.1). */
+export function stopRequestStream(req: NodeRequest): void {
+  if ("stream" in req && !req.stream.destroyed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+}
