@@ -149,7 +149,10 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   limitConnections(server, connections);
   server.on("clientError", (error, socket) => {
     logger.debug({ err: error }, "malformed HTTP request");
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    // Headers (or a whole request) that did not arrive within connections.headersTimeoutMs: Node's own 408.
+    const timedOut = (error as NodeJS.ErrnoException).code === "ERR_HTTP_REQUEST_TIMEOUT";
+    const status = timedOut ? "408 Request Timeout" : "400 Bad Request";
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\n\r\n`);
     else socket.destroy();
   });
 
