@@ -3,7 +3,7 @@
 // before answering. Before, Node fetch with an 8 MB body saw ECONNRESET 6 times in 10.
 
 import { randomUUID } from "node:crypto";
-import type { Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { SendMessageRequest } from "@a2a-js/sdk";
 import { ClientFactory } from "@a2a-js/sdk/client";
 import { defaultConnectionLimits } from "@parley/server";
@@ -26,6 +26,33 @@ function sendBody(text: string): string {
   });
 }
 
+/**
+ * Sends the whole body before reading anything, as a client that writes and then reads does: a server that
+ * answers early and closes with the body unread resets the connection, and the client never sees its answer.
+ */
+function sendThenRead(port: number, body: Buffer): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: "127.0.0.1", port });
+    socket.pause();
+    const chunks: Buffer[] = [];
+    let failure = "";
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", (error: NodeJS.ErrnoException) => {
+      failure = error.code ?? String(error);
+    });
+    socket.on("close", () => {
+      const text = Buffer.concat(chunks).toString("latin1");
+      resolve(text.startsWith("HTTP/1.1 413 ") ? "413" : `lost (${failure || "closed"}, ${text.length} bytes)`);
+    });
+    socket.on("connect", () => {
+      socket.write(
+        `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`,
+      );
+      socket.write(body, () => socket.resume());
+    });
+  });
+}
+
 describe("an oversize JSON-RPC body", () => {
   let stack: TestStack;
   beforeAll(async () => {
@@ -36,6 +63,7 @@ describe("an oversize JSON-RPC body", () => {
   it("is answered 413 naming the limit, to fetch with an 8 MB body 10 times in 10", async () => {
     const body = sendBody("x".repeat(8 * 1024 * 1024));
     const outcomes: string[] = [];
+    let last: { error: { code: number; message: string; data: unknown[] } } | undefined;
     for (let i = 0; i < 10; i++) {
       try {
         const res = await fetch(stack.bridge.url, {
@@ -43,15 +71,24 @@ describe("an oversize JSON-RPC body", () => {
           headers: { "content-type": "application/json", "a2a-version": "1.0" },
           body,
         });
-        const json = (await res.json()) as { error: { code: number; message: string; data: unknown[] } };
-        expect(json.error.code).toBe(-32600);
-        expect(json.error.message).toMatch(/request body too large: \d+ bytes, the limit is 1048576 bytes/);
-        expect(JSON.stringify(json.error.data)).toContain('"limit":"maxBodyBytes"');
+        last = (await res.json()) as typeof last;
         outcomes.push(String(res.status));
       } catch (error) {
-        outcomes.push(`failed: ${String((error as { cause?: unknown }).cause ?? error)}`);
+        const cause = (error as { cause?: { code?: string } }).cause;
+        outcomes.push(`failed: ${cause?.code ?? String(error)}`);
       }
     }
+    expect(outcomes).toEqual(Array(10).fill("413"));
+    expect(last?.error.code).toBe(-32600);
+    expect(last?.error.message).toMatch(/request body too large: \d+ bytes, the limit is 1048576 bytes/);
+    expect(JSON.stringify(last?.error.data)).toContain('"limit":"maxBodyBytes"');
+  });
+
+  it("is answered 413 to a client that sends its whole 8 MB body before it reads, 10 times in 10", async () => {
+    // Before, this client got a reset and no answer 10 times in 10.
+    const body = Buffer.from(sendBody("x".repeat(8 * 1024 * 1024)));
+    const outcomes: string[] = [];
+    for (let i = 0; i < 10; i++) outcomes.push(await sendThenRead(stack.bridge.port, body));
     expect(outcomes).toEqual(Array(10).fill("413"));
   });
 
@@ -92,6 +129,38 @@ describe("an oversize JSON-RPC body", () => {
         );
       expect(String(error.message)).toMatch(/413|too large/i);
       expect(String(error.message)).not.toMatch(/ECONNRESET|fetch failed|socket/i);
+    }
+  });
+});
+
+describe("the bound on what is thrown away", () => {
+  it("closes the connection once more than maxDiscardBytes past the limit came, without reading the rest", async () => {
+    const stack = await startStack({}, { connections: { ...defaultConnectionLimits, maxDiscardBytes: 1024 * 1024 } });
+    try {
+      const total = 256 * 1024 * 1024;
+      let written = 0;
+      const closed = await untilClosed(stack.bridge.port, (s) => {
+        s.write(
+          `POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\nContent-Length: ${total}\r\n\r\n`,
+        );
+        const chunk = Buffer.alloc(64 * 1024, 0x20);
+        const pump = () => {
+          while (!s.destroyed && written < total) {
+            written += chunk.length;
+            if (!s.write(chunk)) {
+              s.once("drain", pump);
+              return;
+            }
+          }
+        };
+        pump();
+      });
+      // The server stopped reading long before the 256 MB were sent (what it took is bounded by socket buffers).
+      expect(written).toBeLessThan(total / 4);
+      const text = closed.received.toString("latin1");
+      if (text.length > 0) expect(text).toMatch(/^HTTP\/1\.1 413 /);
+    } finally {
+      await stack.close();
     }
   });
 });
