@@ -2,7 +2,7 @@
 import { readU64, u64 } from "../core/bytes.js";
 import { checkListTasks, checkTask, MAX_TIME } from "../core/checks.js";
 import { cursorKinds, encodeCursor } from "../core/cursors.js";
-import { checkFenceFor } from "../core/fences.js";
+import { checkFenceFor, fencedError } from "../core/fences.js";
 import { checkId } from "../core/ids.js";
 import {
   type ListTasksQuery,
@@ -15,14 +15,32 @@ import {
 import type { PgContext } from "./pg-context.js";
 import { asBuffer, idBytes, taskKeyOf, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
 import { TASK_COLUMNS, type TaskRow, toTask } from "./pg-rows.js";
-import { checkFenceInTx, transaction } from "./pg-transaction.js";
+import { fenceCte } from "./pg-transaction.js";
 
-export const TASK_UPSERT = `
-  INSERT INTO parley_tasks (task_key, tenant_key, thread_key, tenant, task_id, context_id, state, updated_at, payload)
-  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-  ON CONFLICT (task_key) DO UPDATE SET
+/** The columns of a task write, in the order of taskParams. */
+export const TASK_COLUMNS_LIST =
+  "task_key, tenant_key, thread_key, tenant, task_id, context_id, state, updated_at, payload";
+
+const TASK_CONFLICT = `ON CONFLICT (task_key) DO UPDATE SET
     thread_key = EXCLUDED.thread_key, context_id = EXCLUDED.context_id, state = EXCLUDED.state,
     updated_at = EXCLUDED.updated_at, payload = EXCLUDED.payload`;
+
+const TASK_UPSERT = {
+  name: "parley_task_upsert",
+  text: `INSERT INTO parley_tasks (${TASK_COLUMNS_LIST}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ${TASK_CONFLICT}`,
+};
+
+// One statement: the fence check ($10 token, held FOR SHARE until commit) and the upsert only when it holds.
+const FENCED_TASK_UPSERT = {
+  name: "parley_task_upsert_fenced",
+  text: `WITH ${fenceCte("f", "$3", "$10")},
+    k AS (
+      INSERT INTO parley_tasks (${TASK_COLUMNS_LIST})
+      SELECT $1::bytea, $2::bytea, $3::bytea, $4::bytea, $5::bytea, $6::bytea, $7::integer, $8::bigint, $9::bytea
+      WHERE EXISTS (SELECT 1 FROM f)
+      ${TASK_CONFLICT})
+    SELECT EXISTS (SELECT 1 FROM f) AS held`,
+};
 
 export function taskParams(task: TaskRecord): unknown[] {
   return [
@@ -46,13 +64,15 @@ export async function putTask(ctx: PgContext, task: TaskRecord, write?: WriteOpt
   checkFenceFor(write?.fence, task.tenant, task.contextId);
   const fence = write?.fence;
   if (!fence) {
-    await ctx.pool.query(TASK_UPSERT, taskParams(task));
+    await ctx.pool.query({ ...TASK_UPSERT, values: taskParams(task) });
     return;
   }
-  await transaction(ctx.pool, async (client) => {
-    await checkFenceInTx(client, fence);
-    await client.query(TASK_UPSERT, taskParams(task));
+  // The fence names the task's context (checked above), so its thread key is the task's ($3).
+  const { rows } = await ctx.pool.query<{ held: boolean }>({
+    ...FENCED_TASK_UPSERT,
+    values: [...taskParams(task), fence.token],
   });
+  if (!rows[0]?.held) throw fencedError(fence);
 }
 
 export async function getTask(ctx: PgContext, tenant: string, taskId: string): Promise<TaskRecord | undefined> {

@@ -2,9 +2,17 @@
 import { readU64, u64 } from "../core/bytes.js";
 import { checkLimit, checkListThreads, checkReadMessages, checkThreadKey, MAX_TIME } from "../core/checks.js";
 import { cursorKinds, encodeCursor } from "../core/cursors.js";
-import type { MessagePage, PageOrder, StoredMessage, ThreadKey, ThreadMeta, ThreadPage } from "../types.js";
+import {
+  type MessagePage,
+  type PageOrder,
+  type StoredMessage,
+  StoreError,
+  type ThreadKey,
+  type ThreadMeta,
+  type ThreadPage,
+} from "../types.js";
 import type { PgContext } from "./pg-context.js";
-import { asBuffer, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
+import { asBuffer, idText, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
 import {
   MESSAGE_COLUMNS,
   type MessageRow,
@@ -23,16 +31,31 @@ async function readMeta(ctx: PgContext, tenant: string, contextId: string): Prom
   return rows.length === 0 ? undefined : toThreadMeta(rows[0]!, tenant, contextId);
 }
 
+// One statement: the newest messages with their thread's ids, so the read is also the check that the row is
+// this conversation's (no thread row, no messages: nothing is returned either way).
+const TAIL = {
+  name: "parley_tail",
+  text: `SELECT m.seq, m.message_id, m.provenance, m.task_id, m.payload, m.created_at,
+      th.tenant AS th_tenant, th.context_id AS th_context_id
+    FROM parley_threads th
+    CROSS JOIN LATERAL (
+      SELECT ${MESSAGE_COLUMNS} FROM parley_messages WHERE thread_key = th.thread_key ORDER BY seq DESC LIMIT $2) m
+    WHERE th.thread_key = $1`,
+};
+
 export async function tail(ctx: PgContext, key: ThreadKey, count: number): Promise<StoredMessage[]> {
   const { tenant, contextId } = checkThreadKey(key);
   checkLimit("count", count, true);
   if (count === 0) return [];
-  const meta = await readMeta(ctx, tenant, contextId);
-  if (!meta) return [];
-  const { rows } = await ctx.pool.query<MessageRow>(
-    `SELECT ${MESSAGE_COLUMNS} FROM parley_messages WHERE thread_key = $1 ORDER BY seq DESC LIMIT $2`,
-    [threadKeyOf(tenant, contextId), count],
-  );
+  const { rows } = await ctx.pool.query<MessageRow & { th_tenant: Buffer; th_context_id: Buffer }>({
+    ...TAIL,
+    values: [threadKeyOf(tenant, contextId), count],
+  });
+  const first = rows[0];
+  if (!first) return [];
+  if (idText(first.th_tenant, "tenant") !== tenant || idText(first.th_context_id, "contextId") !== contextId) {
+    throw new StoreError("CORRUPT", `thread row of ${JSON.stringify(contextId)} belongs to another conversation`);
+  }
   return rows.map(toMessage).reverse();
 }
 

@@ -1,10 +1,11 @@
 // Appends in the PostgreSQL backend. Sequence numbers come from a counter column on the thread row, bumped inside
-// the append transaction: the row lock orders appends to one thread and a rolled-back append gives its number
-// back, so sequences stay gapless across any number of replicas.
+// the append: the row lock orders appends to one thread and a rolled-back append gives its number back, so
+// sequences stay gapless across any number of replicas. An append is one statement (one round trip, one commit):
+// the fence check, the retry lookup, the counter, the message and the task record are CTEs of it.
 import type pg from "pg";
 import { bytesEqual, sha256 } from "../core/bytes.js";
 import { checkAppend, provenanceCodes } from "../core/checks.js";
-import { checkFenceFor } from "../core/fences.js";
+import { checkFenceFor, fencedError } from "../core/fences.js";
 import {
   type AppendInput,
   type AppendResult,
@@ -16,27 +17,21 @@ import {
 } from "../types.js";
 import type { PgContext } from "./pg-context.js";
 import { asBuffer, idBytes, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
-import {
-  MESSAGE_COLUMNS,
-  type MessageRow,
-  THREAD_COLUMNS,
-  type ThreadRow,
-  toMessage,
-  toThreadMeta,
-} from "./pg-rows.js";
-import { TASK_UPSERT, taskParams } from "./pg-tasks.js";
-import { checkFenceInTx, isUniqueViolation, transaction } from "./pg-transaction.js";
+import { MESSAGE_COLUMNS, type MessageRow, type ThreadRow, toMessage, toThreadMeta } from "./pg-rows.js";
+import { TASK_COLUMNS_LIST, taskParams } from "./pg-tasks.js";
+import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
 
 async function findRetry(
-  q: pg.PoolClient | pg.Pool,
+  q: pg.Pool,
   th: Buffer,
   input: AppendInput,
   digest: Buffer,
 ): Promise<StoredMessage | undefined> {
-  const { rows } = await q.query<MessageRow>(
-    `SELECT ${MESSAGE_COLUMNS} FROM parley_messages WHERE thread_key = $1 AND message_id = $2 AND digest = $3`,
-    [th, idBytes(input.messageId), digest],
-  );
+  const { rows } = await q.query<MessageRow>({
+    name: "parley_find_retry",
+    text: `SELECT ${MESSAGE_COLUMNS} FROM parley_messages WHERE thread_key = $1 AND message_id = $2 AND digest = $3`,
+    values: [th, idBytes(input.messageId), digest],
+  });
   const row = rows[0];
   if (!row) return undefined;
   const stored = toMessage(row);
@@ -44,8 +39,92 @@ async function findRetry(
   return bytesEqual(stored.payload, input.payload) ? stored : undefined;
 }
 
-/** Rolls an append back when its message turned out to be a retry that committed first. */
-class RetryRaced extends Error {}
+interface AppendVariant {
+  /** The write carries a fence: nothing is written unless it is the live lease (held FOR SHARE until commit). */
+  readonly fenced: boolean;
+  /** The caller minted the messageId just now: no retry of it can exist, so none is looked up. */
+  readonly fresh: boolean;
+  /** The task record is written in the same statement. */
+  readonly task: boolean;
+}
+
+/** One row: fenced?, the thread's counter row after the bump (null when nothing was written), the retry found. */
+interface AppendRow extends Partial<ThreadRow> {
+  fenced: boolean;
+  r_seq: string | null;
+  r_message_id: Buffer | null;
+  r_provenance: number | null;
+  r_task_id: Buffer | null;
+  r_payload: Buffer | null;
+  r_created_at: string | null;
+}
+
+// $1 thread key, $2 message id, $3 digest, $4 tenant key, $5 tenant, $6 context id, $7 now, $8 provenance,
+// $9 task id of the message, $10 payload; the fence token and the task record's columns follow.
+function appendSql(v: AppendVariant): string {
+  let next = 11;
+  const token = v.fenced ? `$${next++}` : "";
+  const taskParam = v.task ? next : 0;
+  const ctes: string[] = [];
+  const writeIf: string[] = [];
+  if (v.fenced) {
+    ctes.push(fenceCte("f", "$1", token));
+    writeIf.push("EXISTS (SELECT 1 FROM f)");
+  }
+  if (!v.fresh) {
+    ctes.push(`r AS (SELECT ${MESSAGE_COLUMNS} FROM parley_messages
+      WHERE thread_key = $1 AND message_id = $2 AND digest = $3)`);
+    writeIf.push("NOT EXISTS (SELECT 1 FROM r)");
+  }
+  // A row of another conversation under the same key (a digest collision) is neither bumped nor returned:
+  // nothing is written and the caller reports CORRUPT.
+  ctes.push(`t AS (
+    INSERT INTO parley_threads AS t
+      (thread_key, tenant_key, tenant, context_id, last_seq, message_count, created_at, updated_at)
+    SELECT $1::bytea, $4::bytea, $5::bytea, $6::bytea, 1, 1, $7::bigint, $7::bigint
+    ${writeIf.length > 0 ? `WHERE ${writeIf.join(" AND ")}` : ""}
+    ON CONFLICT (thread_key) DO UPDATE SET
+      last_seq = t.last_seq + 1, message_count = t.message_count + 1, updated_at = EXCLUDED.updated_at
+    WHERE t.tenant = EXCLUDED.tenant AND t.context_id = EXCLUDED.context_id
+    RETURNING t.tenant, t.context_id, t.created_at, t.updated_at, t.message_count, t.last_seq)`);
+  // No ON CONFLICT here: a retry that commits between this statement's snapshot and its insert makes the
+  // whole statement fail (unique violation), which rolls the counter back too.
+  ctes.push(`m AS (
+    INSERT INTO parley_messages (thread_key, seq, message_id, digest, provenance, task_id, payload, created_at)
+    SELECT $1::bytea, t.last_seq, $2::bytea, $3::bytea, $8::smallint, $9::bytea, $10::bytea, $7::bigint FROM t
+    RETURNING seq)`);
+  if (v.task) {
+    const p = (i: number) => `$${taskParam + i}`;
+    ctes.push(`k AS (
+      INSERT INTO parley_tasks (${TASK_COLUMNS_LIST})
+      SELECT ${p(0)}::bytea, ${p(1)}::bytea, ${p(2)}::bytea, ${p(3)}::bytea, ${p(4)}::bytea, ${p(5)}::bytea,
+             ${p(6)}::integer, ${p(7)}::bigint, ${p(8)}::bytea
+      WHERE EXISTS (SELECT 1 FROM m)
+      ON CONFLICT (task_key) DO UPDATE SET
+        thread_key = EXCLUDED.thread_key, context_id = EXCLUDED.context_id, state = EXCLUDED.state,
+        updated_at = EXCLUDED.updated_at, payload = EXCLUDED.payload)`);
+  }
+  const retryColumns = v.fresh
+    ? "NULL::bigint AS r_seq, NULL::bytea AS r_message_id, NULL::smallint AS r_provenance, NULL::bytea AS r_task_id, NULL::bytea AS r_payload, NULL::bigint AS r_created_at"
+    : "r.seq AS r_seq, r.message_id AS r_message_id, r.provenance AS r_provenance, r.task_id AS r_task_id, r.payload AS r_payload, r.created_at AS r_created_at";
+  return `WITH ${ctes.join(",\n")}
+    SELECT ${v.fenced ? "NOT EXISTS (SELECT 1 FROM f)" : "false"} AS fenced,
+      t.tenant, t.context_id, t.created_at, t.updated_at, t.message_count, t.last_seq, ${retryColumns}
+    FROM (SELECT 1) AS one LEFT JOIN t ON true ${v.fresh ? "" : "LEFT JOIN r ON true"}`;
+}
+
+const appendStatements = new Map<string, { name: string; text: string }>();
+
+/** The named (prepared, once per connection) statement of one variant. */
+function appendStatement(v: AppendVariant): { name: string; text: string } {
+  const id = `${v.fenced ? "f" : "u"}${v.fresh ? "n" : "r"}${v.task ? "t" : "m"}`;
+  let statement = appendStatements.get(id);
+  if (!statement) {
+    statement = { name: `parley_append_${id}`, text: appendSql(v) };
+    appendStatements.set(id, statement);
+  }
+  return statement;
+}
 
 export async function append(
   ctx: PgContext,
@@ -56,61 +135,66 @@ export async function append(
 ): Promise<AppendResult> {
   checkAppend(key, input, task);
   const { tenant, contextId } = key;
-  checkFenceFor(write?.fence, tenant, contextId);
+  const fence = write?.fence;
+  checkFenceFor(fence, tenant, contextId);
   const th = threadKeyOf(tenant, contextId);
   const digest = asBuffer(sha256(input.payload));
-  const outcome = await transaction(ctx.pool, async (client) => {
-    if (write?.fence) await checkFenceInTx(client, write.fence);
-    const retry = await findRetry(client, th, input, digest);
-    if (retry) return { message: retry, duplicate: true };
-    const at = ctx.now();
-    const counter = await client.query<ThreadRow>(
-      `INSERT INTO parley_threads AS t
-         (thread_key, tenant_key, tenant, context_id, last_seq, message_count, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, 1, 1, $5, $5)
-       ON CONFLICT (thread_key) DO UPDATE SET
-         last_seq = t.last_seq + 1, message_count = t.message_count + 1, updated_at = $5
-       RETURNING ${THREAD_COLUMNS}`,
-      [th, tenantKeyOf(tenant), idBytes(tenant), idBytes(contextId), at],
-    );
-    const meta = toThreadMeta(counter.rows[0]!, tenant, contextId);
-    const inserted = await client.query(
-      `INSERT INTO parley_messages
-         (thread_key, seq, message_id, digest, provenance, task_id, payload, created_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-       ON CONFLICT (thread_key, message_id, digest) DO NOTHING`,
-      [
-        th,
-        meta.lastSequence,
-        idBytes(input.messageId),
-        digest,
-        provenanceCodes[input.provenance],
-        input.taskId === undefined ? null : idBytes(input.taskId),
-        asBuffer(input.payload),
-        at,
-      ],
-    );
-    // A concurrent retry committed first (ON CONFLICT DO NOTHING reports no row then):
-    // roll back, which also gives the counter value back, and answer with the stored record.
-    if (inserted.rowCount === 0) throw new RetryRaced();
-    if (task) await client.query(TASK_UPSERT, taskParams(task));
-    const message: StoredMessage = {
-      sequence: meta.lastSequence,
-      messageId: input.messageId,
-      provenance: input.provenance,
-      ...(input.taskId === undefined ? {} : { taskId: input.taskId }),
-      payload: input.payload.slice(),
-      createdAt: at,
-    };
-    return { message, duplicate: false };
-  }).catch((error: unknown) => {
-    if (error instanceof RetryRaced || isUniqueViolation(error)) return undefined;
-    throw error;
-  });
-  if (outcome) return outcome;
-  const stored = await findRetry(ctx.pool, th, input, digest);
-  if (!stored) {
-    throw new StoreError("CORRUPT", `append of ${input.messageId} conflicted with a message that is not its retry`);
+  const at = ctx.now();
+  const variant: AppendVariant = { fenced: fence !== undefined, fresh: input.fresh === true, task: task !== undefined };
+  const values: unknown[] = [
+    th,
+    idBytes(input.messageId),
+    digest,
+    tenantKeyOf(tenant),
+    idBytes(tenant),
+    idBytes(contextId),
+    at,
+    provenanceCodes[input.provenance],
+    input.taskId === undefined ? null : idBytes(input.taskId),
+    asBuffer(input.payload),
+  ];
+  if (fence) values.push(fence.token);
+  if (task) values.push(...taskParams(task));
+  let row: AppendRow;
+  try {
+    const { rows } = await ctx.pool.query<AppendRow>({ ...appendStatement(variant), values });
+    row = rows[0]!;
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+    // A concurrent retry of this message committed first: answer with the stored record.
+    const stored = await findRetry(ctx.pool, th, input, digest);
+    if (!stored) {
+      throw new StoreError("CORRUPT", `append of ${input.messageId} conflicted with a message that is not its retry`);
+    }
+    return { message: stored, duplicate: true };
   }
-  return { message: stored, duplicate: true };
+  if (row.fenced) throw fencedError(fence!);
+  if (row.r_seq !== null) {
+    const stored = toMessage({
+      seq: row.r_seq,
+      message_id: row.r_message_id!,
+      provenance: row.r_provenance!,
+      task_id: row.r_task_id,
+      payload: row.r_payload!,
+      created_at: row.r_created_at!,
+    });
+    // The digest narrows; the bytes decide, as in the LevelDB backend.
+    if (!bytesEqual(stored.payload, input.payload)) {
+      throw new StoreError("CORRUPT", `append of ${input.messageId} conflicted with a message that is not its retry`);
+    }
+    return { message: stored, duplicate: true };
+  }
+  if (row.last_seq === null || row.last_seq === undefined) {
+    throw new StoreError("CORRUPT", `thread row of ${JSON.stringify(contextId)} belongs to another conversation`);
+  }
+  const meta = toThreadMeta(row as ThreadRow, tenant, contextId);
+  const message: StoredMessage = {
+    sequence: meta.lastSequence,
+    messageId: input.messageId,
+    provenance: input.provenance,
+    ...(input.taskId === undefined ? {} : { taskId: input.taskId }),
+    payload: input.payload.slice(),
+    createdAt: at,
+  };
+  return { message, duplicate: false };
 }

@@ -32,6 +32,16 @@ export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient
 const FENCE_SQL =
   "SELECT 1 FROM parley_context_leases WHERE thread_key = $1 AND token = $2 AND expires_at > now() FOR SHARE";
 
+/**
+ * The fence check as a CTE named `name` of a single-statement write: a row when `token` is the live lease of
+ * the context `threadKey`, held FOR SHARE until the statement commits. The write's other CTEs run only
+ * `WHERE EXISTS (SELECT 1 FROM name)`, so a stale fence writes nothing, in the same round trip.
+ */
+export function fenceCte(name: string, threadKey: string, token: string, columns = "1"): string {
+  return `${name} AS (SELECT ${columns} FROM parley_context_leases
+    WHERE thread_key = ${threadKey} AND token = ${token} AND expires_at > now() FOR SHARE)`;
+}
+
 /** Refuses (FENCED) unless the fence is the live lease of its context, and holds that until the commit. */
 export async function checkFenceInTx(client: pg.PoolClient, fence: Fence): Promise<void> {
   const held = await client.query(FENCE_SQL, [threadKeyOf(fence.key.tenant, fence.key.contextId), fence.token]);
