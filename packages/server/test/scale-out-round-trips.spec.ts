@@ -19,10 +19,15 @@ const dbUrl = (() => {
 })();
 
 /** Round trips to PostgreSQL per turn: issue 16 asks for at most 6; this is what the code does today. */
-const roundTripBudget = 21;
+const roundTripBudget = 7;
 
 let counter: PgWireCounter;
 let admin: pg.Client;
+/** A LISTENer of its own on the replicas' channels: counts the NOTIFYs sent, whatever the number of replicas. */
+let watcher: pg.Client;
+let notified = 0;
+let sentinels = 0;
+const sentinelSeen = new Map<string, () => void>();
 const servers: SpawnedServer[] = [];
 const dirs: string[] = [];
 const report: string[] = [];
@@ -55,6 +60,11 @@ async function turnDone(contextId: string): Promise<void> {
     );
     if (rows[0]?.released) {
       await counter.quiet();
+      // Notifications arrive in commit order: once this one is in, every NOTIFY of the turn has been counted.
+      const sentinel = `sentinel:${++sentinels}`;
+      const seen = new Promise<void>((resolve) => sentinelSeen.set(sentinel, resolve));
+      await admin.query("SELECT pg_notify('parley_ev', $1)", [sentinel]);
+      await seen;
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, 10));
@@ -66,12 +76,13 @@ async function turnDone(contextId: string): Promise<void> {
 async function countTurn(server: SpawnedServer, contextId: string, label: string): Promise<WireCounts> {
   await counter.quiet();
   counter.reset();
+  notified = 0;
   await server.a2a().sendMessage(sendRequest(contextId, `hello ${randomUUID()}`));
   await turnDone(contextId);
-  const counts = counter.counts();
+  const counts = { ...counter.counts(), notifications: notified };
   report.push(
     `${label.padEnd(34)} round trips ${counts.roundTrips}, statements ${counts.statements}, ` +
-      `commits ${counts.commits} (${counts.writeCommits} writing), notifications ${counts.notifications}, ` +
+      `commits ${counts.commits} (${counts.writeCommits} writing), NOTIFYs ${counts.notifications}, ` +
       `new connections ${counts.connections}\n    ${counts.sql.join("\n    ")}`,
   );
   return counts;
@@ -87,6 +98,17 @@ beforeAll(async () => {
   admin = new pg.Client({ connectionString: dbUrl });
   await admin.connect();
   counter = await startPgWireCounter(dbUrl);
+  watcher = new pg.Client({ connectionString: dbUrl });
+  await watcher.connect();
+  watcher.on("notification", (n) => {
+    const payload = n.payload ?? "";
+    const seen = sentinelSeen.get(payload);
+    if (seen) {
+      sentinelSeen.delete(payload);
+      seen();
+    } else notified++;
+  });
+  await watcher.query("LISTEN parley_ev; LISTEN parley_ctl");
 }, 60_000);
 
 afterAll(async () => {
@@ -98,6 +120,7 @@ afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   await counter?.close();
   await admin?.end();
+  await watcher?.end();
   const drop = new pg.Client({ connectionString: adminUrl });
   await drop.connect();
   await drop.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
