@@ -18,8 +18,8 @@ const dbUrl = (() => {
   return u.toString();
 })();
 
-/** Round trips to PostgreSQL per turn: issue 16 asks for at most 6; this is what the code does today. */
-const roundTripBudget = 7;
+/** Issue 16: at most 6 round trips to PostgreSQL per turn, with leases, fencing and the event log kept. */
+const roundTripBudget = 6;
 
 let counter: PgWireCounter;
 let admin: pg.Client;

@@ -367,12 +367,31 @@ export interface TaskEvent {
 }
 
 /** The durable per-task event log every replica replays and follows. */
+export interface AppendEventsOptions {
+  /**
+   * The batch ends the run that holds `fence` (its last event is final): a log kept in the same database as
+   * the leases frees the lease in the same transaction, so the run's end costs no extra round trip.
+   */
+  readonly endsRun?: boolean;
+}
+
+export interface AppendEventsResult {
+  /** True when the append also freed the fence's lease (see AppendEventsOptions.endsRun); false: the caller frees it. */
+  readonly released: boolean;
+}
+
 export interface TaskEventLog {
   /**
    * Appends events with consecutive seqs following the last stored one. Fails
    * with FENCED when the fence is stale, and with CORRUPT when a seq is taken.
    */
-  append(tenant: string, taskId: string, events: readonly TaskEvent[], fence: Fence): Promise<void>;
+  append(
+    tenant: string,
+    taskId: string,
+    events: readonly TaskEvent[],
+    fence: Fence,
+    options?: AppendEventsOptions,
+  ): Promise<AppendEventsResult>;
   /** Events with seq > afterSeq, in order, at most `limit`. */
   read(tenant: string, taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]>;
   /** The highest stored seq, 0 when there is none. */

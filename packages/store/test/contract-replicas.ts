@@ -145,6 +145,32 @@ export function replicaContract(name: string, factory: (options: { now?: () => n
         expect(await events.lastSeq("acme", "t1")).toBe(1);
       });
 
+      it("frees the lease with a run's last batch where it can, never on a refused batch or a stale fence", async () => {
+        const backend = await open();
+        const { leases, events } = backend;
+        const fence = (await leases.tryAcquire(key, "t1", 30_000))!;
+        await events.append("acme", "t1", [event(1)], fence, { endsRun: false });
+        expect((await leases.holder(key))?.token).toBe(fence.token);
+        // Refused (does not continue the log): nothing written, the lease still held.
+        await expect(events.append("acme", "t1", [event(3, true)], fence, { endsRun: true })).rejects.toMatchObject({
+          code: "CORRUPT",
+        });
+        expect((await leases.holder(key))?.token).toBe(fence.token);
+        const result = await events.append("acme", "t1", [event(2), event(3, true)], fence, { endsRun: true });
+        // PostgreSQL keeps leases and logs in one database and frees the lease in the same commit.
+        if (backend.kind === "postgres") expect(result.released).toBe(true);
+        if (result.released) expect(await leases.holder(key)).toBeUndefined();
+        else expect(await leases.release(fence)).toBe(true);
+        expect(await events.read("acme", "t1", 0, 10)).toEqual([event(1), event(2), event(3, true)]);
+        const next = (await leases.tryAcquire(key, "t2", 30_000))!;
+        expect(next.token).toBeGreaterThan(fence.token);
+        // The old holder's last batch is refused: the new lease stays.
+        await expect(events.append("acme", "t1", [event(4, true)], fence, { endsRun: true })).rejects.toMatchObject({
+          code: "FENCED",
+        });
+        expect((await leases.holder(key))?.taskId).toBe("t2");
+      });
+
       it("ends a subscription when its signal aborts", async () => {
         const { events } = await open();
         const controller = new AbortController();

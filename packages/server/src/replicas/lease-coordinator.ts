@@ -59,6 +59,8 @@ interface RunState {
   flushing: Promise<void> | undefined;
   /** Set when the lease is gone: nothing more of this run may be written. */
   lost: boolean;
+  /** Set when the run's final event freed the lease in the same write (a PostgreSQL log does that). */
+  released: boolean;
   renewer: NodeJS.Timeout | undefined;
   /** When renewals started failing (the database away), or undefined while they succeed. */
   renewFailingSince: number | undefined;
@@ -83,7 +85,8 @@ export function endsRun(event: StreamResponse): boolean {
 /**
  * The replica coordinator of replicas that share one store (PostgreSQL): the context lease of every run
  * (acquired before the inbound message is stored, renewed every ttl/3,
- * released after the run's last event is durable), the run's events copied
+ * released after the run's last event is durable: on PostgreSQL in the same statement as that event),
+ * the run's events copied
  * into the shared log in order and in batches, remote cancels, and the
  * sweeper that ends the tasks of replicas that died.
  */
@@ -150,6 +153,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
         queue: [],
         flushing: undefined,
         lost: false,
+        released: false,
         renewer: undefined,
         renewFailingSince: undefined,
         renewing: undefined,
@@ -176,7 +180,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   /** Queues a published event for the shared log; called from the run's publish path, so it never blocks. */
   private enqueue(run: TaskRun, event: StreamResponse): void {
     const state = this.runs.get(run);
-    if (!state || state.lost) return;
+    if (!state || state.lost || state.released) return;
     state.queue.push({
       seq: state.seqBase + run.events.length,
       payload: toBinary(StreamResponseSchema, event),
@@ -187,21 +191,35 @@ export class LeaseCoordinator implements ReplicaCoordinator {
 
   private async flush(run: TaskRun, state: RunState): Promise<void> {
     try {
+      // The first batch waits for the events the run publishes in this turn of the event loop (an agent
+      // that streams without waiting publishes them all), so they go in one write instead of one, then the rest.
+      await new Promise((resolve) => setImmediate(resolve));
       while (state.queue.length > 0 && !state.lost) {
         // Everything queued while the previous batch was in flight goes in one transaction.
         const batch = state.queue.splice(0, state.queue.length);
+        // The run's last event: the log may free the lease in the same write (finish then has nothing to do).
+        const endsRun = batch[batch.length - 1]!.final;
         let failingSince: number | undefined;
         for (let attempt = 1; ; attempt++) {
           try {
-            await this.options.events.append(run.tenant, run.taskId, batch, state.fence);
+            const result = await this.options.events.append(run.tenant, run.taskId, batch, state.fence, { endsRun });
+            if (result.released) state.released = true;
             break;
           } catch (error) {
             // An attempt cut off by the outage may have committed before its answer was lost: then this
             // retry is refused for not continuing the log. Only this run writes the task's log under its
             // fence, and a batch is one transaction, so a log that reaches the batch's last seq holds it.
-            if (failingSince !== undefined && error instanceof StoreError && error.code !== "FENCED") {
+            // A final batch frees the lease in the same transaction, so its retry is FENCED when it landed.
+            if (
+              failingSince !== undefined &&
+              error instanceof StoreError &&
+              (error.code !== "FENCED" || endsRun)
+            ) {
               const landed = await this.options.events.lastSeq(run.tenant, run.taskId).catch(() => -1);
-              if (landed >= batch[batch.length - 1]!.seq) break;
+              if (landed >= batch[batch.length - 1]!.seq) {
+                if (error.code === "FENCED") state.released = true;
+                break;
+              }
             }
             failingSince ??= Date.now();
             // A database that is away (a restart, a failover) is waited out for as long as the lease
@@ -266,6 +284,8 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       try {
         const result = await this.options.leases.renew(state.fence, this.options.leaseTtlMs);
         state.renewFailingSince = undefined;
+        // A renewal that crossed the run's last write, which freed the lease, finds it gone: that is the end.
+        if (state.released) return false;
         if (!result.held) {
           this.lose(run, state, new Error("another replica took the lease over before it was renewed"));
           return false;
@@ -296,7 +316,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     clearTimeout(state.renewer);
     while (state.flushing) await state.flushing;
     this.runs.delete(run);
-    if (!state.lost) await this.releaseLease(state.fence);
+    if (!state.lost && !state.released) await this.releaseLease(state.fence);
   }
 
   /** Frees the lease of a run that never started (its send failed or was a retry). */

@@ -189,6 +189,8 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       await keyspace.write(ops);
       remember(hex, head);
       wake(hex);
+      // The in-process lease is not this log's to free: the coordinator frees it after the run's last batch.
+      return { released: false };
     },
     async read(tenant, taskId, afterSeq, limit) {
       open("read");

@@ -6,7 +6,7 @@ import { checkId } from "../core/ids.js";
 import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
 import { asBuffer, asBytes, taskKeyOf, threadKeyOf } from "./pg-keys.js";
 import { eventChannel, type PgListener } from "./pg-listener.js";
-import { isUniqueViolation } from "./pg-transaction.js";
+import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
 
 export interface PgEventLogOptions {
   readonly pool: pg.Pool;
@@ -35,6 +35,36 @@ const toEvent = (row: EventRow): TaskEvent => ({
   payload: asBytes(row.payload),
   final: row.final,
 });
+
+// One statement: the fence check (the lease row held FOR SHARE until commit), the insert of the batch when it
+// continues the log, and the wake-up of followers. $1 thread key, $2 token, $3 task key, $4-$6 the events,
+// $7 the seq the log must end at now, $8 the notification payload.
+function appendSql(release: boolean): string {
+  return `WITH ${fenceCte("f", "$1", "$2")},
+    ins AS (
+      INSERT INTO parley_task_events (task_key, seq, payload, final)
+      SELECT $3, e.seq, e.payload, e.final
+      FROM unnest($4::bigint[], $5::bytea[], $6::boolean[]) AS e(seq, payload, final)
+      WHERE EXISTS (SELECT 1 FROM f)
+        AND (SELECT coalesce(max(seq), 0) FROM parley_task_events WHERE task_key = $3) = $7
+      RETURNING seq),
+    n AS (
+      SELECT pg_notify('${eventChannel}', $8) FROM (SELECT count(*) AS c FROM ins) x WHERE x.c > 0)${
+        release
+          ? `,
+    rel AS (
+      UPDATE parley_context_leases SET expires_at = '-infinity'::timestamptz, cancel_requested = false
+      WHERE thread_key = $1 AND token = $2 AND expires_at > now() AND EXISTS (SELECT 1 FROM ins)
+      RETURNING 1)`
+          : ""
+      }
+    SELECT NOT EXISTS (SELECT 1 FROM f) AS fenced, (SELECT count(*) FROM ins) AS inserted,
+      (SELECT count(*) FROM n) AS notified, ${release ? "EXISTS (SELECT 1 FROM rel)" : "false"} AS released`;
+}
+
+const APPEND = { name: "parley_events_append", text: appendSql(false) };
+// The run's last batch also frees its lease (as ContextLeases.release does), in the same commit as its final event.
+const APPEND_AND_RELEASE = { name: "parley_events_append_release", text: appendSql(true) };
 
 /**
  * Task event logs in one table. An append inserts the events, checks the
@@ -82,7 +112,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
   }
 
   return {
-    async append(tenant, taskId, events, fence) {
+    async append(tenant, taskId, events, fence, appendOptions) {
       open("append");
       checkId("tenant", tenant);
       checkEventBatch(taskId, events, -1);
@@ -90,24 +120,12 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       const taskKey = taskKeyOf(tenant, taskId);
       const first = events[0]!.seq;
       const last = events[events.length - 1]!.seq;
-      let rows: { fenced: boolean; inserted: string }[];
+      const endsRun = appendOptions?.endsRun === true;
+      let rows: { fenced: boolean; inserted: string; released: boolean }[];
       try {
-        ({ rows } = await pool.query(
-          `WITH f AS (
-             SELECT 1 FROM parley_context_leases
-             WHERE thread_key = $1 AND token = $2 AND expires_at > now() FOR SHARE),
-           ins AS (
-             INSERT INTO parley_task_events (task_key, seq, payload, final)
-             SELECT $3, e.seq, e.payload, e.final
-             FROM unnest($4::bigint[], $5::bytea[], $6::boolean[]) AS e(seq, payload, final)
-             WHERE EXISTS (SELECT 1 FROM f)
-               AND (SELECT coalesce(max(seq), 0) FROM parley_task_events WHERE task_key = $3) = $7
-             RETURNING seq),
-           n AS (
-             SELECT pg_notify('${eventChannel}', $8) FROM (SELECT count(*) AS c FROM ins) x WHERE x.c > 0)
-           SELECT NOT EXISTS (SELECT 1 FROM f) AS fenced, (SELECT count(*) FROM ins) AS inserted,
-                  (SELECT count(*) FROM n) AS notified`,
-          [
+        ({ rows } = await pool.query({
+          ...(endsRun ? APPEND_AND_RELEASE : APPEND),
+          values: [
             threadKeyOf(fence.key.tenant, fence.key.contextId),
             fence.token,
             taskKey,
@@ -117,10 +135,10 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
             first - 1,
             `${taskKey.toString("hex")}:${last}`,
           ],
-        ));
+        }));
       } catch (error) {
         if (!isUniqueViolation(error)) throw error;
-        rows = [{ fenced: false, inserted: "0" }];
+        rows = [{ fenced: false, inserted: "0", released: false }];
       }
       const row = rows[0]!;
       if (row.fenced) {
@@ -129,6 +147,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       if (Number(row.inserted) !== events.length) {
         throw new StoreError("CORRUPT", `events of task ${taskId} must continue the log at seq ${first}; it does not`);
       }
+      return { released: row.released };
     },
 
     async read(tenant, taskId, afterSeq, limit) {
