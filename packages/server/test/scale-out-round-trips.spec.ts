@@ -147,6 +147,8 @@ describe.each(["auto", "task"] as const)("one turn on PostgreSQL, echo reply %s"
     const counts = await countTurn(server, `ctx-${randomUUID()}`, `${kind}, fresh context`);
     expect(counts.connections).toBe(0);
     expect(counts.roundTrips).toBeLessThanOrEqual(roundTripBudget);
+    // Nobody follows this task through the event log: no NOTIFY (and no commit waiting on NOTIFY's lock).
+    expect(counts.notifications).toBe(0);
   });
 
   it(`a send on a reused context stays within ${roundTripBudget} round trips`, async () => {
@@ -155,5 +157,6 @@ describe.each(["auto", "task"] as const)("one turn on PostgreSQL, echo reply %s"
     await turnDone(contextId);
     const counts = await countTurn(server, contextId, `${kind}, reused context`);
     expect(counts.roundTrips).toBeLessThanOrEqual(roundTripBudget);
+    expect(counts.notifications).toBe(0);
   });
 });

@@ -1,6 +1,13 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresBackend, createStore, type PostgresBackend, type TaskEvent } from "../src/index.js";
+import {
+  createPostgresBackend,
+  createStore,
+  migrations,
+  type PostgresBackend,
+  type TaskEvent,
+  type TaskRecord,
+} from "../src/index.js";
 import { text } from "./helpers.js";
 import { createTestDatabase } from "./pg-helpers.js";
 
@@ -23,6 +30,13 @@ async function replica(): Promise<PostgresBackend> {
 }
 
 const ev = (seq: number, final = false): TaskEvent => ({ seq, payload: text(`chunk ${seq}`), final });
+const taskOf = (key: { tenant: string; contextId: string }, taskId: string): TaskRecord => ({
+  ...key,
+  taskId,
+  state: 2,
+  updatedAt: 1,
+  payload: text(taskId),
+});
 
 describe("PostgreSQL shared by several replicas", () => {
   it("migrates once when replicas start together", async () => {
@@ -32,7 +46,8 @@ describe("PostgreSQL shared by several replicas", () => {
       const { rows } = await (started[0] as PostgresBackend).pool.query(
         "SELECT version FROM parley_migrations ORDER BY version",
       );
-      expect(rows.map((r) => r.version)).toEqual([1, 2]);
+      expect(rows.map((r) => r.version)).toEqual(migrations.map((m) => m.version));
+      expect(migrations.length).toBeGreaterThanOrEqual(3);
       await Promise.all(started.map((b) => b.close()));
     } finally {
       await fresh.drop();
@@ -73,6 +88,8 @@ describe("PostgreSQL shared by several replicas", () => {
     const [writer, reader] = [await replica(), await replica()];
     const key = { tenant: "acme", contextId: "streamed" };
     const fence = (await writer.leases.tryAcquire(key, "task-s", 30_000))!;
+    // As the engine does: the task's record is stored before its first event (a follower finds its context by it).
+    await writer.store.putTask(taskOf(key, "task-s"), { fence });
     await writer.events.append("acme", "task-s", [ev(1)], fence);
     const received: number[] = [];
     const done = (async () => {
@@ -97,6 +114,44 @@ describe("PostgreSQL shared by several replicas", () => {
     await done;
     expect(received).toEqual(Array.from({ length: 120 }, (_, i) => i + 1));
     expect(reader.listener.pid).toBeDefined();
+  });
+
+  it("sends a NOTIFY only while some replica follows the task's context", async () => {
+    const [writer, reader] = [await replica(), await replica()];
+    const key = { tenant: "acme", contextId: "watched" };
+    const admin = new pg.Client({ connectionString: database.url });
+    await admin.connect();
+    const heard: string[] = [];
+    admin.on("notification", (n) => heard.push(n.payload ?? ""));
+    await admin.query("LISTEN parley_ev");
+    // Notifications arrive in commit order: once the sentinel is in, every earlier one is counted.
+    const settle = async (sentinel: string) => {
+      await admin.query("SELECT pg_notify('parley_ev', $1)", [sentinel]);
+      for (let i = 0; i < 500 && !heard.includes(sentinel); i++) await new Promise((r) => setTimeout(r, 10));
+      return heard.filter((p) => !p.startsWith("sentinel")).length;
+    };
+    try {
+      const fence = (await writer.leases.tryAcquire(key, "task-w", 30_000))!;
+      await writer.store.putTask(taskOf(key, "task-w"), { fence });
+      await writer.events.append("acme", "task-w", [ev(1)], fence);
+      await writer.events.append("acme", "task-w", [ev(2)], fence);
+      expect(await settle("sentinel-1")).toBe(0);
+      const received: number[] = [];
+      const following = (async () => {
+        for await (const e of reader.events.subscribe("acme", "task-w", 0, new AbortController().signal)) {
+          received.push(e.seq);
+        }
+      })();
+      // The follower has marked the context once it has read what was there.
+      for (let i = 0; i < 500 && received.length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+      await writer.events.append("acme", "task-w", [ev(3)], fence);
+      await writer.events.append("acme", "task-w", [ev(4, true)], fence, { endsRun: true });
+      await following;
+      expect(received).toEqual([1, 2, 3, 4]);
+      expect(await settle("sentinel-2")).toBe(2);
+    } finally {
+      await admin.end();
+    }
   });
 
   it("fails with a message naming the server when PostgreSQL is unreachable", async () => {

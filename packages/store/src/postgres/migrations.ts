@@ -91,6 +91,15 @@ export const migrations: readonly Migration[] = [
         PRIMARY KEY (task_key, seq)
       );`,
   },
+  {
+    version: 3,
+    name: "who follows a context's task events",
+    // Until when some replica follows a task of this context through the event log: an event append sends its
+    // NOTIFY only while this lies ahead, so a turn nobody follows costs no notification. It lives on the lease
+    // row, which every append already holds FOR SHARE: a follower's UPDATE of it is either committed before an
+    // append locks the row (the append sees it) or waits for the append (the follower's next read sees the events).
+    sql: `ALTER TABLE parley_context_leases ADD COLUMN watched_until timestamptz NOT NULL DEFAULT '-infinity'`,
+  },
 ];
 
 /**

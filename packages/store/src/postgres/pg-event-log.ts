@@ -17,6 +17,11 @@ export interface PgEventLogOptions {
   readonly readBatch?: number;
   /** How long a follower keeps retrying reads that fail (the database is away) before its stream fails. */
   readonly readRetryMs?: number;
+  /**
+   * How long one "I follow this context" mark lasts; a follower renews it every third of this. Appends notify
+   * only while a mark is live, so a replica that died stops costing notifications after this long.
+   */
+  readonly watchMs?: number;
 }
 
 interface Follower {
@@ -37,10 +42,11 @@ const toEvent = (row: EventRow): TaskEvent => ({
 });
 
 // One statement: the fence check (the lease row held FOR SHARE until commit), the insert of the batch when it
-// continues the log, and the wake-up of followers. $1 thread key, $2 token, $3 task key, $4-$6 the events,
+// continues the log, and the wake-up of followers, sent only while the row says a replica follows the context
+// (watched_until, migration 3; the FOR SHARE lock reads the row's latest committed version). $1 thread key, $2 token, $3 task key, $4-$6 the events,
 // $7 the seq the log must end at now, $8 the notification payload.
 function appendSql(release: boolean): string {
-  return `WITH ${fenceCte("f", "$1", "$2")},
+  return `WITH ${fenceCte("f", "$1", "$2", "watched_until")},
     ins AS (
       INSERT INTO parley_task_events (task_key, seq, payload, final)
       SELECT $3, e.seq, e.payload, e.final
@@ -49,7 +55,7 @@ function appendSql(release: boolean): string {
         AND (SELECT coalesce(max(seq), 0) FROM parley_task_events WHERE task_key = $3) = $7
       RETURNING seq),
     n AS (
-      SELECT pg_notify('${eventChannel}', $8) FROM (SELECT count(*) AS c FROM ins) x WHERE x.c > 0)${
+      SELECT pg_notify('${eventChannel}', $8) FROM f WHERE f.watched_until > now() AND EXISTS (SELECT 1 FROM ins))${
         release
           ? `,
     rel AS (
@@ -62,14 +68,32 @@ function appendSql(release: boolean): string {
       (SELECT count(*) FROM n) AS notified, ${release ? "EXISTS (SELECT 1 FROM rel)" : "false"} AS released`;
 }
 
+// A follower says it follows the task's context, for watchMs from now ($2 seconds); renewed while it follows.
+const WATCH = {
+  name: "parley_events_watch",
+  text: `UPDATE parley_context_leases SET watched_until = greatest(watched_until, now() + make_interval(secs => $2))
+    WHERE thread_key = (SELECT thread_key FROM parley_tasks WHERE task_key = $1)`,
+};
+
+const READ = {
+  name: "parley_events_read",
+  text: "SELECT seq, payload, final FROM parley_task_events WHERE task_key = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+};
+
+const LAST_SEQ = {
+  name: "parley_events_last_seq",
+  text: "SELECT coalesce(max(seq), 0) AS last FROM parley_task_events WHERE task_key = $1",
+};
+
 const APPEND = { name: "parley_events_append", text: appendSql(false) };
 // The run's last batch also frees its lease (as ContextLeases.release does), in the same commit as its final event.
 const APPEND_AND_RELEASE = { name: "parley_events_append_release", text: appendSql(true) };
 
 /**
  * Task event logs in one table. An append inserts the events, checks the
- * fence and sends a NOTIFY carrying only "<task key hex>:<last seq>" in a
- * single statement (one transaction). Followers treat the notification as a
+ * fence and, while some replica follows the context, sends a NOTIFY carrying
+ * only "<task key hex>:<last seq>", in a single statement (one transaction).
+ * Followers mark the context as followed, then treat the notification as a
  * wake-up and read the table, so a missed notification costs latency, never
  * an event.
  */
@@ -78,6 +102,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
   const pollMs = options.pollMs ?? 1000;
   const readBatch = options.readBatch ?? 256;
   const readRetryMs = options.readRetryMs ?? 30_000;
+  const watchMs = options.watchMs ?? 30_000;
   const followers = new Map<string, Set<Follower>>();
   let closed = false;
   let closeAll = () => {};
@@ -104,11 +129,12 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
   });
 
   async function read(taskKey: Buffer, afterSeq: number, limit: number): Promise<TaskEvent[]> {
-    const { rows } = await pool.query<EventRow>(
-      "SELECT seq, payload, final FROM parley_task_events WHERE task_key = $1 AND seq > $2 ORDER BY seq LIMIT $3",
-      [taskKey, afterSeq, limit],
-    );
+    const { rows } = await pool.query<EventRow>({ ...READ, values: [taskKey, afterSeq, limit] });
     return rows.map(toEvent);
+  }
+
+  async function watch(taskKey: Buffer): Promise<void> {
+    await pool.query({ ...WATCH, values: [taskKey, watchMs / 1000] });
   }
 
   return {
@@ -147,6 +173,8 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       if (Number(row.inserted) !== events.length) {
         throw new StoreError("CORRUPT", `events of task ${taskId} must continue the log at seq ${first}; it does not`);
       }
+      // Followers in this process need no notification to wake.
+      wakeAll(followers.get(taskKey.toString("hex")));
       return { released: row.released };
     },
 
@@ -159,10 +187,10 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
 
     async lastSeq(tenant, taskId) {
       open("lastSeq");
-      const { rows } = await pool.query<{ last: string }>(
-        "SELECT coalesce(max(seq), 0) AS last FROM parley_task_events WHERE task_key = $1",
-        [taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId))],
-      );
+      const { rows } = await pool.query<{ last: string }>({
+        ...LAST_SEQ,
+        values: [taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId))],
+      });
       return Number(rows[0]!.last);
     },
 
@@ -182,6 +210,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
           await Promise.race([listener.ready(), abort.promise, closing]);
           let last = afterSeq;
           let failingSince: number | undefined;
+          let watchedAt = Number.NEGATIVE_INFINITY;
           while (!signal.aborted && !closed) {
             const seen = follower.version;
             const changed = new Promise<void>((resolve) => {
@@ -189,6 +218,12 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
             });
             let batch: TaskEvent[];
             try {
+              // Marked before the read: an append that commits after the mark notifies, one before it is read.
+              if (Date.now() - watchedAt > watchMs / 3) {
+                const at = Date.now();
+                await watch(taskKey);
+                watchedAt = at;
+              }
               batch = await read(taskKey, last, readBatch);
               failingSince = undefined;
             } catch (error) {
