@@ -151,6 +151,10 @@ export const parleyConfigSchema = z
           "PostgreSQL: how long a running task waits out a database outage (event writes and lease renewals are retried, its lease kept); a longer outage fails it",
         env: "PARLEY_DB_OUTAGE_TOLERANCE_MS",
       }),
+      eventBatchMs: setting(millis(0).max(1_000).default(20), {
+        description:
+          "how long a run's events gather before they are written to the task event log in one batch (a run's last event is written at once); resumes and other replicas' subscribers see events up to this much later",
+      }),
     }),
     retention: section({
       threadIdleDays: setting(retentionDays.optional(), {

@@ -40,6 +40,11 @@ export interface LeaseCoordinatorOptions {
    * lease is renewed after the outage if no other replica took it); a longer outage fails it. Default 60 s.
    */
   readonly outageToleranceMs?: number;
+  /**
+   * How long a run's events gather before one write to the log (its last event goes at once, with what
+   * gathered): an agent streaming n chunks over t ms costs about t / eventBatchMs writes, not n.
+   */
+  readonly eventBatchMs?: number;
   /** Called for each expired lease this replica took over (the lease takeovers metric). */
   readonly onTakeover?: () => void;
   /** Called at every sweeper tick, beside the lease sweep: the retention pass starts from here when it is due. */
@@ -61,6 +66,8 @@ interface RunState {
   lost: boolean;
   /** Set when the run's final event freed the lease in the same write (a PostgreSQL log does that). */
   released: boolean;
+  /** The pending start of the next flush, while events gather (eventBatchMs). */
+  gathering: NodeJS.Timeout | undefined;
   renewer: NodeJS.Timeout | undefined;
   /** When renewals started failing (the database away), or undefined while they succeed. */
   renewFailingSince: number | undefined;
@@ -154,6 +161,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
         flushing: undefined,
         lost: false,
         released: false,
+        gathering: undefined,
         renewer: undefined,
         renewFailingSince: undefined,
         renewing: undefined,
@@ -181,19 +189,23 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   private enqueue(run: TaskRun, event: StreamResponse): void {
     const state = this.runs.get(run);
     if (!state || state.lost || state.released) return;
-    state.queue.push({
-      seq: state.seqBase + run.events.length,
-      payload: toBinary(StreamResponseSchema, event),
-      final: endsRun(event),
-    });
-    state.flushing ??= this.flush(run, state);
+    const final = endsRun(event);
+    state.queue.push({ seq: state.seqBase + run.events.length, payload: toBinary(StreamResponseSchema, event), final });
+    // A flush in flight takes everything queued meanwhile. Otherwise events gather for eventBatchMs, so a
+    // streaming agent costs a write per window, not per chunk; the run's last event goes at once.
+    if (state.flushing) return;
+    if (final) this.startFlush(run, state);
+    else state.gathering ??= setTimeout(() => this.startFlush(run, state), this.options.eventBatchMs ?? 20);
+  }
+
+  private startFlush(run: TaskRun, state: RunState): void {
+    clearTimeout(state.gathering);
+    state.gathering = undefined;
+    if (state.queue.length > 0) state.flushing ??= this.flush(run, state);
   }
 
   private async flush(run: TaskRun, state: RunState): Promise<void> {
     try {
-      // The first batch waits for the events the run publishes in this turn of the event loop (an agent
-      // that streams without waiting publishes them all), so they go in one write instead of one, then the rest.
-      await new Promise((resolve) => setImmediate(resolve));
       while (state.queue.length > 0 && !state.lost) {
         // Everything queued while the previous batch was in flight goes in one transaction.
         const batch = state.queue.splice(0, state.queue.length);
@@ -247,6 +259,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     if (state.lost) return;
     state.lost = true;
     state.queue.length = 0;
+    clearTimeout(state.gathering);
     this.options.logger.warn({ taskId: run.taskId, err: error }, "lost the context lease; stopping the task here");
     if (!run.finished) run.controller.abort(new Error("this replica lost the context lease (executor lost)"));
   }
@@ -314,6 +327,8 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     const state = this.runs.get(run);
     if (!state) return;
     clearTimeout(state.renewer);
+    // Events still gathering are written now: a run ends only once its log is durable.
+    if (!state.lost && !state.released) this.startFlush(run, state);
     while (state.flushing) await state.flushing;
     this.runs.delete(run);
     if (!state.lost && !state.released) await this.releaseLease(state.fence);
@@ -324,6 +339,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     const state = this.runs.get(run);
     if (!state) return;
     clearTimeout(state.renewer);
+    clearTimeout(state.gathering);
     this.runs.delete(run);
     await this.releaseLease(state.fence);
   }
@@ -490,7 +506,10 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   async close(): Promise<void> {
     clearInterval(this.sweeper);
     this.unsubscribeCancel();
-    for (const state of this.runs.values()) clearTimeout(state.renewer);
+    for (const state of this.runs.values()) {
+      clearTimeout(state.renewer);
+      clearTimeout(state.gathering);
+    }
   }
 }
 
