@@ -40,7 +40,8 @@ const TAIL = {
     FROM parley_threads th
     CROSS JOIN LATERAL (
       SELECT ${MESSAGE_COLUMNS} FROM parley_messages WHERE thread_key = th.thread_key ORDER BY seq DESC LIMIT $2) m
-    WHERE th.thread_key = $1`,
+    WHERE th.thread_key = $1
+    ORDER BY m.seq DESC`,
 };
 
 export async function tail(ctx: PgContext, key: ThreadKey, count: number): Promise<StoredMessage[]> {
