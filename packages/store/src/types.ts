@@ -350,10 +350,27 @@ export interface ContextLeases {
 /** Write options of the executor: a write with a fence lands only while that fence is the live lease. */
 export interface WriteOptions {
   readonly fence?: Fence;
+  /**
+   * An append that takes the context's lease itself, in the same statement (only where
+   * FencedThreadStore.acquiresInAppend; never with a fence): the write happens only when the lease is granted.
+   */
+  readonly acquire?: LeaseRequest;
+}
+
+/** The lease an append takes for its run (see WriteOptions.acquire). */
+export interface LeaseRequest {
+  readonly taskId: string;
+  readonly ttlMs: number;
+  /** Told the grant before the append settles, also when the message turned out to be a retry. */
+  granted(grant: LeaseGrant): void;
+  /** The error the append fails with when another task holds the lease ("" when it is unknown); nothing is written. */
+  busy(holderTaskId: string): Error;
 }
 
 /** A ThreadStore whose executor writes can be fenced; writes without a fence behave as ThreadStore's. */
 export interface FencedThreadStore extends ThreadStore {
+  /** True when append can take the context's lease in the same write (WriteOptions.acquire): PostgreSQL. */
+  readonly acquiresInAppend?: boolean;
   append(key: ThreadKey, input: AppendInput, task?: TaskRecord, options?: WriteOptions): Promise<AppendResult>;
   putTask(task: TaskRecord, options?: WriteOptions): Promise<void>;
 }

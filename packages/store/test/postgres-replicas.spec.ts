@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createPostgresBackend,
   createStore,
+  type LeaseGrant,
   migrations,
   type PostgresBackend,
   type TaskEvent,
@@ -152,6 +153,44 @@ describe("PostgreSQL shared by several replicas", () => {
     } finally {
       await admin.end();
     }
+  });
+
+  it("takes the context's lease in the inbound append's statement: granted, busy (nothing written), retries, orphans", async () => {
+    const [a, b] = [await replica(), await replica()];
+    expect(a.store.acquiresInAppend).toBe(true);
+    const key = { tenant: "acme", contextId: "acquired" };
+    const grants: LeaseGrant[] = [];
+    const acquire = (taskId: string, ttlMs = 30_000) => ({
+      acquire: {
+        taskId,
+        ttlMs,
+        granted: (grant: LeaseGrant) => grants.push(grant),
+        busy: (holder: string) => new Error(`busy, held by ${holder}`),
+      },
+    });
+    const first = { messageId: "m1", provenance: "user" as const, taskId: "t1", payload: text("hello") };
+    const appended = await a.store.append(key, first, taskOf(key, "t1"), acquire("t1"));
+    expect(appended).toMatchObject({ duplicate: false, message: { sequence: 1 } });
+    expect(grants).toEqual([{ key, taskId: "t1", token: 1 }]);
+    expect(await b.leases.holder(key)).toEqual({ taskId: "t1", token: 1 });
+    expect((await a.store.getTask("acme", "t1"))?.taskId).toBe("t1");
+    // Held: another replica's append for another task is refused with the holder named, and writes nothing.
+    const second = { messageId: "m2", provenance: "user" as const, taskId: "t2", payload: text("again") };
+    await expect(b.store.append(key, second, taskOf(key, "t2"), acquire("t2"))).rejects.toThrow("busy, held by t1");
+    expect((await a.store.getThread(key))?.messageCount).toBe(1);
+    expect(await a.store.getTask("acme", "t2")).toBeUndefined();
+    // The grant fences: a write under it lands, and after the release a retry is answered (and granted anew).
+    expect(await a.leases.release(grants[0]!)).toBe(true);
+    const retry = await b.store.append(key, first, taskOf(key, "t1"), acquire("t1", 20));
+    expect(retry).toMatchObject({ duplicate: true, message: { sequence: 1 } });
+    expect(grants[1]).toEqual({ key, taskId: "t1", token: 2 });
+    // A lease left to expire (its replica died) is taken over by the next append, which names the orphan.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await b.store.append(key, second, taskOf(key, "t2"), acquire("t2"));
+    expect(grants[2]).toEqual({ key, taskId: "t2", token: 3, orphan: { taskId: "t1", token: 2 } });
+    await expect(a.store.append(key, second, undefined, { fence: grants[1]!, ...acquire("t3") })).rejects.toThrow(
+      /either holds a fence or takes the lease/,
+    );
   });
 
   it("fails with a message naming the server when PostgreSQL is unreachable", async () => {

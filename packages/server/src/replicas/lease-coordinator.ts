@@ -12,6 +12,7 @@ import {
   type ContextLeases,
   type Fence,
   type FencedThreadStore,
+  type LeaseGrant,
   StoreError,
   type TaskEvent,
   type TaskEventLog,
@@ -68,6 +69,8 @@ interface RunState {
   released: boolean;
   /** The pending start of the next flush, while events gather (eventBatchMs). */
   gathering: NodeJS.Timeout | undefined;
+  /** Ending the task of a lost replica whose lease this run's append took over; awaited before the lease is freed. */
+  ending: Promise<void> | undefined;
   renewer: NodeJS.Timeout | undefined;
   /** When renewals started failing (the database away), or undefined while they succeed. */
   renewFailingSince: number | undefined;
@@ -101,6 +104,8 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   readonly ownsUnfinishedTasks: boolean;
   readonly onPublish = (run: TaskRun, event: StreamResponse): void => this.enqueue(run, event);
   private readonly runs = new Map<TaskRun, RunState>();
+  /** New runs whose lease their inbound append will take (acquiresInAppend). */
+  private readonly pending = new Set<TaskRun>();
   private readonly sweeper: NodeJS.Timeout;
   private readonly unsubscribeCancel: () => void;
   private sweeping = false;
@@ -137,6 +142,12 @@ export class LeaseCoordinator implements ReplicaCoordinator {
    * died: its task is ended (FAILED) under the new token before this run starts.
    */
   async acquire(run: TaskRun, continued: boolean): Promise<void> {
+    // A new task's first write is its inbound message: where the store can, that append takes the lease in the
+    // same statement (see writeOptions), and CONTEXT_BUSY comes from it, with nothing written.
+    if (!continued && this.options.store.acquiresInAppend) {
+      this.pending.add(run);
+      return;
+    }
     const key: ThreadKey = { tenant: run.tenant, contextId: run.contextId };
     const grant = await this.options.leases.tryAcquire(key, run.taskId, this.options.leaseTtlMs);
     if (!grant) {
@@ -154,28 +165,60 @@ export class LeaseCoordinator implements ReplicaCoordinator {
         continued || grant.orphan?.taskId === run.taskId
           ? await this.options.events.lastSeq(run.tenant, run.taskId)
           : 0;
-      const state: RunState = {
-        fence,
-        seqBase,
-        queue: [],
-        flushing: undefined,
-        lost: false,
-        released: false,
-        gathering: undefined,
-        renewer: undefined,
-        renewFailingSince: undefined,
-        renewing: undefined,
-      };
-      this.runs.set(run, state);
-      this.scheduleRenewal(run, state, this.renewIntervalMs());
+      this.hold(run, fence, seqBase);
     } catch (error) {
       await this.releaseLease(fence);
       throw error;
     }
   }
 
+  /** Starts holding a granted lease for the run: its state, and renewals every third of the TTL (faster in an outage). */
+  private hold(run: TaskRun, fence: Fence, seqBase: number): RunState {
+    const state: RunState = {
+      fence,
+      seqBase,
+      queue: [],
+      flushing: undefined,
+      lost: false,
+      released: false,
+      gathering: undefined,
+      renewer: undefined,
+      ending: undefined,
+      renewFailingSince: undefined,
+      renewing: undefined,
+    };
+    this.runs.set(run, state);
+    this.scheduleRenewal(run, state, this.renewIntervalMs());
+    return state;
+  }
+
+  /** The lease the inbound append of a new run took (acquiresInAppend). */
+  private granted(run: TaskRun, grant: LeaseGrant): void {
+    this.pending.delete(run);
+    const key: ThreadKey = { tenant: run.tenant, contextId: run.contextId };
+    const state = this.hold(run, { key, taskId: run.taskId, token: grant.token }, 0);
+    const orphan = grant.orphan;
+    // The task of a replica that died holding this context is ended under the new token, beside this run
+    // (it has its own record and log); the lease is freed only after that is done.
+    if (orphan && orphan.taskId !== run.taskId) {
+      state.ending = this.endLostTask(key, orphan.taskId, state.fence).catch((error: unknown) => {
+        this.options.logger.warn({ taskId: orphan.taskId, err: error }, "could not end the task of a lost replica");
+      });
+    }
+  }
+
   /** Write options that fence a store write of this run (none for a run without a lease). */
   writeOptions(run: TaskRun): WriteOptions | undefined {
+    if (this.pending.has(run)) {
+      return {
+        acquire: {
+          taskId: run.taskId,
+          ttlMs: this.options.leaseTtlMs,
+          granted: (grant) => this.granted(run, grant),
+          busy: (holderTaskId) => contextBusy(run.contextId, holderTaskId),
+        },
+      };
+    }
     const state = this.runs.get(run);
     return state ? { fence: state.fence } : undefined;
   }
@@ -324,23 +367,27 @@ export class LeaseCoordinator implements ReplicaCoordinator {
 
   /** Waits for the run's events to be durable, then frees the context. Runs before the run is marked ended. */
   async finish(run: TaskRun): Promise<void> {
+    this.pending.delete(run);
     const state = this.runs.get(run);
     if (!state) return;
     clearTimeout(state.renewer);
     // Events still gathering are written now: a run ends only once its log is durable.
     if (!state.lost && !state.released) this.startFlush(run, state);
     while (state.flushing) await state.flushing;
+    await state.ending;
     this.runs.delete(run);
     if (!state.lost && !state.released) await this.releaseLease(state.fence);
   }
 
   /** Frees the lease of a run that never started (its send failed or was a retry). */
   async release(run: TaskRun): Promise<void> {
+    this.pending.delete(run);
     const state = this.runs.get(run);
     if (!state) return;
     clearTimeout(state.renewer);
     clearTimeout(state.gathering);
     this.runs.delete(run);
+    await state.ending;
     await this.releaseLease(state.fence);
   }
 

@@ -75,7 +75,11 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
     ...(options.onError ? { onError: options.onError } : {}),
   });
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
-  const store = createPgThreadStore({ pool, ...(options.now ? { now: options.now } : {}) });
+  const store = createPgThreadStore({
+    pool,
+    ...(options.now ? { now: options.now } : {}),
+    leases: { holder, ready: () => listener.ready() },
+  });
   const leases = createPgLeases({ pool, listener, holder, ...(options.onError ? { onError: options.onError } : {}) });
   const events = createPgEventLog({ pool, listener, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
   let closing: Promise<void> | undefined;

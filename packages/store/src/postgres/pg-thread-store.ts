@@ -14,11 +14,17 @@ export interface PgThreadStoreOptions {
   readonly pool: pg.Pool;
   /** The clock for createdAt/updatedAt and sweeps; Date.now by default (lease expiry uses the database clock). */
   readonly now?: () => number;
+  /** Lets appends take the context's lease in the same statement (see PgContext.leases). */
+  readonly leases?: PgContext["leases"];
 }
 
 /** ThreadStore on PostgreSQL, with writes an executor can fence with its lease. */
 export function createPgThreadStore(options: PgThreadStoreOptions): FencedThreadStore {
-  const ctx: PgContext = { pool: options.pool, now: options.now ?? Date.now };
+  const ctx: PgContext = {
+    pool: options.pool,
+    now: options.now ?? Date.now,
+    ...(options.leases ? { leases: options.leases } : {}),
+  };
   let closed = false;
   /** Refuses new work once closed; the checks and the work run as one async call, so failures reject. */
   async function op<T>(name: string, work: () => Promise<T>): Promise<T> {
@@ -27,7 +33,8 @@ export function createPgThreadStore(options: PgThreadStoreOptions): FencedThread
   }
   const jobs = { append, importThread, ...threadReads, ...threadDeletes, ...taskJobs, ...pushConfigJobs };
   return {
-    ...bindJobs<Omit<FencedThreadStore, "close">, PgContext>(ctx, jobs, op),
+    ...bindJobs<Omit<FencedThreadStore, "close" | "acquiresInAppend">, PgContext>(ctx, jobs, op),
+    acquiresInAppend: ctx.leases !== undefined,
     async close(): Promise<void> {
       // The pool belongs to the backend, which ends it after every user of it is closed.
       closed = true;

@@ -6,6 +6,8 @@ import type pg from "pg";
 import { bytesEqual, sha256 } from "../core/bytes.js";
 import { checkAppend, provenanceCodes } from "../core/checks.js";
 import { checkFenceFor, fencedError } from "../core/fences.js";
+import { checkId } from "../core/ids.js";
+import { checkTtl } from "../core/lease-checks.js";
 import {
   type AppendInput,
   type AppendResult,
@@ -16,7 +18,7 @@ import {
   type WriteOptions,
 } from "../types.js";
 import type { PgContext } from "./pg-context.js";
-import { asBuffer, idBytes, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
+import { asBuffer, idBytes, idText, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
 import { MESSAGE_COLUMNS, type MessageRow, type ThreadRow, toMessage, toThreadMeta } from "./pg-rows.js";
 import { TASK_COLUMNS_LIST, taskParams } from "./pg-tasks.js";
 import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
@@ -42,6 +44,8 @@ async function findRetry(
 interface AppendVariant {
   /** The write carries a fence: nothing is written unless it is the live lease (held FOR SHARE until commit). */
   readonly fenced: boolean;
+  /** The write takes the context's lease (as ContextLeases.tryAcquire does): nothing is written unless granted. */
+  readonly acquire: boolean;
   /** The caller minted the messageId just now: no retry of it can exist, so none is looked up. */
   readonly fresh: boolean;
   /** The task record is written in the same statement. */
@@ -57,6 +61,12 @@ interface AppendRow extends Partial<ThreadRow> {
   r_task_id: Buffer | null;
   r_payload: Buffer | null;
   r_created_at: string | null;
+  /** With acquire: the token granted (null: busy), the holder it replaced if that one was never released. */
+  l_token?: string | null;
+  l_prev_task_id?: Buffer | null;
+  l_prev_token?: string | null;
+  l_prev_open?: boolean | null;
+  busy_task_id?: Buffer | null;
 }
 
 // $1 thread key, $2 message id, $3 digest, $4 tenant key, $5 tenant, $6 context id, $7 now, $8 provenance,
@@ -64,12 +74,29 @@ interface AppendRow extends Partial<ThreadRow> {
 function appendSql(v: AppendVariant): string {
   let next = 11;
   const token = v.fenced ? `$${next++}` : "";
+  // With acquire: the task id, holder and TTL (seconds) of the lease to take.
+  const lease = v.acquire ? [next, next + 1, next + 2].map((i) => `$${i}`) : [];
+  if (v.acquire) next += 3;
   const taskParam = v.task ? next : 0;
   const ctes: string[] = [];
   const writeIf: string[] = [];
   if (v.fenced) {
     ctes.push(fenceCte("f", "$1", token));
     writeIf.push("EXISTS (SELECT 1 FROM f)");
+  }
+  if (v.acquire) {
+    // The same grant as ContextLeases.tryAcquire (pg-leases.ts): the row is locked until this statement commits,
+    // which fences like FOR SHARE. Taken even when the message is a retry; the caller then frees it.
+    ctes.push(`l AS (
+      INSERT INTO parley_context_leases AS l (thread_key, tenant, context_id, task_id, holder, token, expires_at)
+      VALUES ($1, $5, $6, ${lease[0]}, ${lease[1]}, 1, now() + make_interval(secs => ${lease[2]}))
+      ON CONFLICT (thread_key) DO UPDATE SET
+        task_id = EXCLUDED.task_id, holder = EXCLUDED.holder, token = l.token + 1,
+        expires_at = EXCLUDED.expires_at, cancel_requested = false,
+        prev_task_id = l.task_id, prev_token = l.token, prev_open = l.expires_at > '-infinity'::timestamptz
+      WHERE l.expires_at <= now()
+      RETURNING token, prev_task_id, prev_token, prev_open)`);
+    writeIf.push("EXISTS (SELECT 1 FROM l)");
   }
   if (!v.fresh) {
     ctes.push(`r AS (SELECT ${MESSAGE_COLUMNS} FROM parley_messages
@@ -107,17 +134,23 @@ function appendSql(v: AppendVariant): string {
   const retryColumns = v.fresh
     ? "NULL::bigint AS r_seq, NULL::bytea AS r_message_id, NULL::smallint AS r_provenance, NULL::bytea AS r_task_id, NULL::bytea AS r_payload, NULL::bigint AS r_created_at"
     : "r.seq AS r_seq, r.message_id AS r_message_id, r.provenance AS r_provenance, r.task_id AS r_task_id, r.payload AS r_payload, r.created_at AS r_created_at";
+  const leaseColumns = v.acquire
+    ? `, l.token AS l_token, l.prev_task_id AS l_prev_task_id, l.prev_token AS l_prev_token,
+       l.prev_open AS l_prev_open,
+       (SELECT task_id FROM parley_context_leases WHERE thread_key = $1 AND expires_at > now()) AS busy_task_id`
+    : "";
   return `WITH ${ctes.join(",\n")}
     SELECT ${v.fenced ? "NOT EXISTS (SELECT 1 FROM f)" : "false"} AS fenced,
-      t.tenant, t.context_id, t.created_at, t.updated_at, t.message_count, t.last_seq, ${retryColumns}
-    FROM (SELECT 1) AS one LEFT JOIN t ON true ${v.fresh ? "" : "LEFT JOIN r ON true"}`;
+      t.tenant, t.context_id, t.created_at, t.updated_at, t.message_count, t.last_seq, ${retryColumns}${leaseColumns}
+    FROM (SELECT 1) AS one LEFT JOIN t ON true ${v.fresh ? "" : "LEFT JOIN r ON true"}
+      ${v.acquire ? "LEFT JOIN l ON true" : ""}`;
 }
 
 const appendStatements = new Map<string, { name: string; text: string }>();
 
 /** The named (prepared, once per connection) statement of one variant. */
 function appendStatement(v: AppendVariant): { name: string; text: string } {
-  const id = `${v.fenced ? "f" : "u"}${v.fresh ? "n" : "r"}${v.task ? "t" : "m"}`;
+  const id = `${v.fenced ? "f" : v.acquire ? "a" : "u"}${v.fresh ? "n" : "r"}${v.task ? "t" : "m"}`;
   let statement = appendStatements.get(id);
   if (!statement) {
     statement = { name: `parley_append_${id}`, text: appendSql(v) };
@@ -137,10 +170,25 @@ export async function append(
   const { tenant, contextId } = key;
   const fence = write?.fence;
   checkFenceFor(fence, tenant, contextId);
+  const acquire = write?.acquire;
+  if (acquire) {
+    if (fence) throw new RangeError("an append either holds a fence or takes the lease, not both");
+    if (!ctx.leases) throw new RangeError("this store's appends cannot take leases (no holder configured)");
+    checkId("taskId", acquire.taskId);
+    checkTtl(acquire.ttlMs);
+    // A holder must hear cancels for its lease: with LISTEN not yet active, a cancel sent right after the grant
+    // would be lost until the next renewal (as in ContextLeases.tryAcquire).
+    await ctx.leases.ready();
+  }
   const th = threadKeyOf(tenant, contextId);
   const digest = asBuffer(sha256(input.payload));
   const at = ctx.now();
-  const variant: AppendVariant = { fenced: fence !== undefined, fresh: input.fresh === true, task: task !== undefined };
+  const variant: AppendVariant = {
+    fenced: fence !== undefined,
+    acquire: acquire !== undefined,
+    fresh: input.fresh === true,
+    task: task !== undefined,
+  };
   const values: unknown[] = [
     th,
     idBytes(input.messageId),
@@ -154,6 +202,7 @@ export async function append(
     asBuffer(input.payload),
   ];
   if (fence) values.push(fence.token);
+  if (acquire) values.push(idBytes(acquire.taskId), ctx.leases!.holder, acquire.ttlMs / 1000);
   if (task) values.push(...taskParams(task));
   let row: AppendRow;
   try {
@@ -169,6 +218,18 @@ export async function append(
     return { message: stored, duplicate: true };
   }
   if (row.fenced) throw fencedError(fence!);
+  if (acquire) {
+    if (row.l_token === null || row.l_token === undefined) {
+      throw acquire.busy(row.busy_task_id ? idText(row.busy_task_id, "taskId") : "");
+    }
+    const grant = { key: { tenant, contextId }, taskId: acquire.taskId, token: Number(row.l_token) };
+    const orphaned = row.l_prev_open && row.l_prev_task_id && row.l_prev_token !== null;
+    acquire.granted(
+      orphaned
+        ? { ...grant, orphan: { taskId: idText(row.l_prev_task_id!, "taskId"), token: Number(row.l_prev_token) } }
+        : grant,
+    );
+  }
   if (row.r_seq !== null) {
     const stored = toMessage({
       seq: row.r_seq,
