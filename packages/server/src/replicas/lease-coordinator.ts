@@ -265,11 +265,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
             // retry is refused for not continuing the log. Only this run writes the task's log under its
             // fence, and a batch is one transaction, so a log that reaches the batch's last seq holds it.
             // A final batch frees the lease in the same transaction, so its retry is FENCED when it landed.
-            if (
-              failingSince !== undefined &&
-              error instanceof StoreError &&
-              (error.code !== "FENCED" || endsRun)
-            ) {
+            if (failingSince !== undefined && error instanceof StoreError && (error.code !== "FENCED" || endsRun)) {
               const landed = await this.options.events.lastSeq(run.tenant, run.taskId).catch(() => -1);
               if (landed >= batch[batch.length - 1]!.seq) {
                 if (error.code === "FENCED") state.released = true;

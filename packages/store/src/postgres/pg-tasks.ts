@@ -25,7 +25,7 @@ const TASK_CONFLICT = `ON CONFLICT (task_key) DO UPDATE SET
     thread_key = EXCLUDED.thread_key, context_id = EXCLUDED.context_id, state = EXCLUDED.state,
     updated_at = EXCLUDED.updated_at, payload = EXCLUDED.payload`;
 
-const TASK_UPSERT = {
+export const TASK_UPSERT = {
   name: "parley_task_upsert",
   text: `INSERT INTO parley_tasks (${TASK_COLUMNS_LIST}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ${TASK_CONFLICT}`,
 };

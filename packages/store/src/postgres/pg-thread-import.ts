@@ -109,7 +109,7 @@ export async function importThread(ctx: PgContext, key: ThreadKey, data: ThreadI
       );
       next = toThreadMeta(updated.rows[0]!, tenant, contextId);
     }
-    for (const task of newTasks) await client.query(TASK_UPSERT, taskParams(task));
+    for (const task of newTasks) await client.query({ ...TASK_UPSERT, values: taskParams(task) });
     const result = {
       added: added.length,
       skipped,
