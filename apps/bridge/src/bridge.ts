@@ -25,7 +25,7 @@ import { type BridgeLimits, createRpcHandler, defaultLimits } from "./json-rpc-h
 import type { Logger } from "./logger.js";
 import { createBridgeLogger } from "./logger.js";
 import { jsonRpcPath, knownPaths, matchRoute } from "./routes.js";
-import { createSseWriter } from "./sse-writer.js";
+import { createSseWriter, defaultSseLimits, type SseLimits } from "./sse-writer.js";
 
 export interface BridgeOptions {
   /** The Connect transport every A2A call goes through (in-process or remote). */
@@ -40,6 +40,8 @@ export interface BridgeOptions {
   readonly publicUrl?: string;
   /** Interval of SSE keep-alive comments. */
   readonly keepAliveMs?: number;
+  /** How much slow SSE readers may make the bridge hold (bridge.sse* settings). */
+  readonly sse?: Partial<SseLimits>;
   readonly limits?: Partial<BridgeLimits>;
   /** Timeouts and limits of the port (the `connections` settings), the same as the h2c port's. */
   readonly connections?: ConnectionLimits;
@@ -57,8 +59,20 @@ export interface Bridge {
   readonly url: string;
   readonly port: number;
   readonly server: Server;
-  /** Stops accepting, ends open SSE streams (their upstream calls are aborted) and closes the listener. */
-  close(): Promise<void>;
+  /**
+   * The start of a drain: readiness turns false, the listener takes no new
+   * connection, a request on a kept-alive one is answered 503, and requests
+   * in flight (streams included) go on.
+   */
+  stopAccepting(): void;
+  /**
+   * Resolves once every request in flight has been answered, or after
+   * `graceMs`; SSE streams count until they end (a stream following a task
+   * ends with the task's final event).
+   */
+  settled(graceMs: number): Promise<void>;
+  /** Stops accepting, ends open SSE streams with an error event naming `reason` and closes the listener. */
+  close(reason?: string): Promise<void>;
 }
 
 /** The HTTP server: routes each request to the card or the JSON-RPC handler, and shuts down in order. */
@@ -69,7 +83,7 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   let closing = false;
 
   const checkAgent = createAgentCheck(options.cards, logger);
-  const sse = createSseWriter(options.keepAliveMs ?? 15_000);
+  const sse = createSseWriter(options.keepAliveMs ?? 15_000, { ...defaultSseLimits, ...options.sse }, logger);
   const serveCard = createCardHandler({
     cards: options.cards,
     checkAgent,
@@ -90,6 +104,9 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   const observability = options.observability ?? createObservability(logger);
   // Without a monitor of its own the bridge is ready while it is not draining.
   const health = options.health ?? createHealthMonitor({ probe: async () => ({}) });
+  // Requests being answered, so a drain knows when the last one is out.
+  let inFlight = 0;
+  let onIdle = () => {};
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? "/", "http://bridge.invalid");
     const route = matchRoute(url.pathname);
@@ -97,6 +114,10 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       sendJson(res, 503, { error: "the bridge is shutting down" }, { Connection: "close" });
       return;
     }
+    inFlight++;
+    res.once("close", () => {
+      if (--inFlight === 0) onIdle();
+    });
     const extra = options.routes?.find((r) => r.matches(url.pathname));
     if (extra) {
       extra.handle(req, res);
@@ -169,22 +190,44 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   logger.info({ url: `${baseUrl}/` }, "bridge serving A2A JSON-RPC");
 
   let closed: Promise<void> | undefined;
+  let stopped: Promise<void> | undefined;
+  const stopAccepting = () => {
+    if (stopped) return;
+    health.drain();
+    closing = true;
+    stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeIdleConnections();
+  };
   return {
     url: `${baseUrl}/`,
     port,
     server,
-    close() {
+    stopAccepting,
+    async settled(graceMs) {
+      if (inFlight === 0) return;
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        new Promise<void>((resolve) => {
+          onIdle = resolve;
+        }),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, graceMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      onIdle = () => {};
+    },
+    close(reason = "the bridge is shutting down; resubscribe to the task to follow it") {
       closed ??= (async () => {
-        health.drain();
-        closing = true;
+        stopAccepting();
         for (const route of options.routes ?? []) route.close?.();
-        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
-        const streamsEnded = sse.closeAll("the bridge is shutting down; resubscribe to the task to follow it");
+        const streamsEnded = sse.closeAll(reason);
         server.closeIdleConnections();
+        // A client that reads nothing would hold its stream's last bytes (and the shutdown) for ever.
+        const force = setTimeout(() => server.closeAllConnections(), 2_000);
         // Connections that carried a stream turn idle only once its last bytes are out.
         await streamsEnded;
         server.closeIdleConnections();
-        const force = setTimeout(() => server.closeAllConnections(), 2_000);
         await stopped;
         clearTimeout(force);
         logger.info("bridge stopped");

@@ -73,6 +73,11 @@ async function main(): Promise<void> {
     port: config.bridge.port,
     keepAliveMs: config.bridge.keepAliveMs,
     connections: config.connections,
+    sse: {
+      streamBufferBytes: config.bridge.sseStreamBufferBytes,
+      bufferBytes: config.bridge.sseBufferBytes,
+      stallMs: config.bridge.sseStallMs,
+    },
     ...(config.bridge.publicUrl ? { publicUrl: config.bridge.publicUrl } : {}),
     logger,
   };
@@ -123,9 +128,21 @@ async function main(): Promise<void> {
   const notices = parley ? startNotices(config, config.notices, logger) : [];
   // Before the banner: a supervisor may send SIGTERM as soon as it reads the ready line.
   exitOnSignals(logger, async () => {
-    // Readiness turns false on both ports before either stops accepting.
+    // Readiness turns false on both ports, and both stop taking connections, at once; what is in flight
+    // goes on: every protocol drains alike.
     parley?.health.drain();
-    await bridge.close();
+    bridge.stopAccepting();
+    if (parley) {
+      // Running tasks get the grace period; what is still running then ends FAILED (interrupted), so a
+      // waiting JSON-RPC caller gets that task and a stream following it its final event.
+      await parley.drain();
+      // The answers of those calls are being written: a moment for them before connections are closed.
+      await bridge.settled(1_000);
+    } else {
+      // The upstream server drains its own tasks; the calls in flight through this bridge get the same grace.
+      await bridge.settled(config.shutdownGraceMs);
+    }
+    await bridge.close("the server is shutting down; resubscribe to the task on another instance to follow it");
     await (parley ? parley.close() : closeUpstream());
     await stopTracing();
   });

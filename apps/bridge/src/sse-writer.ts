@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import type { JsonValue, Message } from "@bufbuild/protobuf";
 import { JsonRpcCode, type JsonRpcErrorObject } from "./json-rpc-error.js";
 import type { JsonRpcId } from "./json-rpc-request.js";
+import type { Logger } from "./logger.js";
 import type { UpstreamStream } from "./methods.js";
 import { type ResumePoint, streamStartOf, taskIdOfEvent } from "./sse-resume.js";
 
@@ -26,6 +27,22 @@ export interface SseStream {
   readonly failure: (error: unknown) => JsonRpcErrorObject;
 }
 
+/** How much a slow SSE reader may make the bridge hold (bridge.sse* settings). */
+export interface SseLimits {
+  /** Unsent bytes of one stream past which the bridge stops reading its upstream until the client catches up. */
+  readonly streamBufferBytes: number;
+  /** Unsent bytes of all streams together past which each stream only gets more once its socket has drained. */
+  readonly bufferBytes: number;
+  /** A stream held back this long while its client reads nothing is cut with an error event naming the limit. */
+  readonly stallMs: number;
+}
+
+export const defaultSseLimits: SseLimits = {
+  streamBufferBytes: 1024 * 1024,
+  bufferBytes: 64 * 1024 * 1024,
+  stallMs: 30_000,
+};
+
 /** Writes upstream event streams as SSE and keeps track of the open ones, so closing the bridge can end them. */
 export interface SseWriter {
   /**
@@ -36,15 +53,43 @@ export interface SseWriter {
   write(res: ServerResponse, stream: SseStream): Promise<void>;
   /** Ends every open stream with an error event naming `reason`; resolves once their last bytes are out. */
   closeAll(reason: string): Promise<void>;
+  /** How many streams are open and the unsent bytes they held at their last write (an upper bound). */
+  stats(): { readonly streams: number; readonly heldBytes: number };
 }
 
 interface OpenStream {
+  readonly res: ServerResponse;
+  /** Unsent bytes of this stream when it last wrote or was recounted; `total` is the sum over open streams. */
+  held: number;
   readonly abort: (reason: string) => void;
   readonly ended: Promise<void>;
 }
 
-export function createSseWriter(keepAliveMs: number): SseWriter {
+/**
+ * SSE with backpressure: the writer reads the next upstream event only while
+ * the response holds fewer unsent bytes than its limits allow, so a client
+ * that reads slowly slows its upstream (a log read pauses; a live task's
+ * follower falls behind and is cut by limits.subscriberBufferEvents), instead
+ * of the bridge buffering the whole task in memory. A client that reads
+ * nothing for `stallMs` while held back is cut: an `event: error` naming the
+ * limit goes after what it has not read, and its socket is destroyed when it
+ * does not read that either within another `stallMs`, so its memory returns.
+ */
+export function createSseWriter(keepAliveMs: number, limits: SseLimits = defaultSseLimits, logger?: Logger): SseWriter {
   const openStreams = new Set<OpenStream>();
+  let total = 0;
+
+  const recount = (open: OpenStream) => {
+    const now = open.res.destroyed ? 0 : open.res.writableLength;
+    total += now - open.held;
+    open.held = now;
+  };
+  /** Bytes left the sockets since the streams wrote, so the running total only ever overstates: recounted when over. */
+  const overBudget = () => {
+    if (total < limits.bufferBytes) return false;
+    for (const open of openStreams) recount(open);
+    return total >= limits.bufferBytes;
+  };
 
   async function write(res: ServerResponse, stream: SseStream): Promise<void> {
     const { upstream, render, id, resume, upstreamAbort } = stream;
@@ -54,9 +99,14 @@ export function createSseWriter(keepAliveMs: number): SseWriter {
     let start: number | undefined;
     let index = 0;
     let taskId = resume?.taskId;
+    // Whether an iterator.next() is outstanding: a generator suspended at a yield needs return() to run its finally.
+    let pulling = false;
     const next = async (): Promise<IteratorResult<Message> & { seq?: number }> => {
       for (;;) {
-        const result = await iterator.next();
+        pulling = true;
+        const result = await iterator.next().finally(() => {
+          pulling = false;
+        });
         if (result.done) return result;
         start ??= streamStartOf(upstream.header);
         const seq = start + ++index;
@@ -91,26 +141,90 @@ export function createSseWriter(keepAliveMs: number): SseWriter {
     };
     let shutdownReason: string | undefined;
     let markEnded = () => {};
+    let wake = () => {};
     const open: OpenStream = {
+      res,
+      held: 0,
       abort(reason: string) {
         shutdownReason = reason;
         upstreamAbort.abort();
+        wake();
       },
       ended: new Promise<void>((resolve) => {
         markEnded = resolve;
       }),
     };
     openStreams.add(open);
-    const keepAlive = setInterval(() => {
-      if (!res.destroyed) res.write(": keep-alive\n\n");
-    }, keepAliveMs);
-    try {
-      if (!first.done) sendEvent(first.value, first.seq);
+    // 'finish' when the last bytes are out, 'close' when the socket went first (destroyed, or the client left).
+    res.once("close", () => markEnded());
+
+    /**
+     * Waits until the unsent bytes fall to `target`: true then (or when the
+     * response is gone or the stream is being closed), false when the client
+     * read nothing at all for stallMs. Polled as well as woken by 'drain',
+     * which a response only emits after a write that returned false.
+     */
+    const roomFor = (target: number) =>
+      new Promise<boolean>((resolve) => {
+        let last = res.writableLength;
+        let since = Date.now();
+        const finish = (ok: boolean) => {
+          clearInterval(poll);
+          res.off("drain", check);
+          res.off("close", check);
+          wake = () => {};
+          resolve(ok);
+        };
+        function check() {
+          const now = res.destroyed ? 0 : res.writableLength;
+          if (now <= target || shutdownReason !== undefined || upstreamAbort.signal.aborted) return finish(true);
+          if (now < last) {
+            last = now;
+            since = Date.now();
+          } else if (Date.now() - since >= limits.stallMs) finish(false);
+        }
+        const poll = setInterval(check, Math.max(10, Math.min(250, limits.stallMs / 4)));
+        res.on("drain", check);
+        res.once("close", check);
+        wake = check;
+      });
+
+    /** After each event: hold the upstream while this stream, or all of them, hold too much. Returns why it was cut. */
+    const backpressure = async (): Promise<string | undefined> => {
+      recount(open);
+      const floor = res.writableHighWaterMark;
       for (;;) {
+        if (open.held >= limits.streamBufferBytes) {
+          if (await roomFor(Math.floor(limits.streamBufferBytes / 2))) return undefined;
+          return `the client read nothing for ${limits.stallMs} ms while ${res.writableLength} bytes of this stream waited (limit ${limits.streamBufferBytes} bytes per stream, bridge.sseStreamBufferBytes; bridge.sseStallMs)`;
+        }
+        // Past the process-wide budget a stream gets more only once its socket took what it has (the floor).
+        if (open.held < floor || !overBudget()) return undefined;
+        if (!(await roomFor(0))) {
+          return `the client read nothing for ${limits.stallMs} ms while the bridge held ${total} bytes for slow streams (limit ${limits.bufferBytes} bytes, bridge.sseBufferBytes; bridge.sseStallMs)`;
+        }
+        recount(open);
+        if (res.destroyed || shutdownReason !== undefined || upstreamAbort.signal.aborted) return undefined;
+      }
+    };
+
+    const keepAlive = setInterval(() => {
+      // A stream with bytes still waiting needs no keep-alive, and a stalled one must not grow.
+      if (!res.destroyed && res.writableLength === 0) res.write(": keep-alive\n\n");
+    }, keepAliveMs);
+    let cutReason: string | undefined;
+    try {
+      if (!first.done) {
+        sendEvent(first.value, first.seq);
+        cutReason = await backpressure();
+      }
+      while (cutReason === undefined && shutdownReason === undefined && !res.destroyed) {
         const event = await next();
         if (event.done) break;
         sendEvent(event.value, event.seq);
+        cutReason = await backpressure();
       }
+      if (shutdownReason !== undefined) throw new Error(shutdownReason);
     } catch (error) {
       if (shutdownReason !== undefined) {
         send({ jsonrpc: "2.0", id, error: { code: JsonRpcCode.InternalError, message: shutdownReason } }, "error");
@@ -120,9 +234,35 @@ export function createSseWriter(keepAliveMs: number): SseWriter {
     } finally {
       clearInterval(keepAlive);
       openStreams.delete(open);
-      if (!upstreamAbort.signal.aborted) await iterator.return?.();
+      total -= open.held;
+      open.held = 0;
+      if (cutReason !== undefined) {
+        logger?.warn({ taskId, reason: cutReason }, "cut a slow SSE stream");
+        send(
+          {
+            jsonrpc: "2.0",
+            id,
+            error: {
+              code: JsonRpcCode.LimitExceeded,
+              message: `stream cut: ${cutReason}; resubscribe with Last-Event-ID to catch up`,
+            },
+          },
+          "error",
+        );
+      }
+      // A pending next() ends with the abort; a generator paused at a yield (held back above) needs return().
+      if (!pulling) await Promise.resolve(iterator.return?.()).catch(() => undefined);
       if (res.destroyed) markEnded();
-      else res.end(markEnded);
+      else {
+        res.end(markEnded);
+        if (!res.writableFinished) {
+          // A client that does not read its last event either: its socket goes, and its buffered bytes with it.
+          const linger = setTimeout(() => res.destroy(), limits.stallMs);
+          linger.unref();
+          res.once("close", () => clearTimeout(linger));
+          res.once("finish", () => clearTimeout(linger));
+        }
+      }
     }
   }
 
@@ -132,6 +272,10 @@ export function createSseWriter(keepAliveMs: number): SseWriter {
       const streams = [...openStreams];
       for (const stream of streams) stream.abort(reason);
       return Promise.all(streams.map((s) => s.ended)).then(() => {});
+    },
+    stats() {
+      for (const open of openStreams) recount(open);
+      return { streams: openStreams.size, heldBytes: total };
     },
   };
 }

@@ -85,9 +85,17 @@ export interface Parley {
   /** The retention policy's passes (run by the sweeper; `run()` starts one now). */
   readonly retention: Pick<RetentionSweeper, "run">;
   /**
-   * Graceful stop: refuses new sends, lets running tasks finish within
-   * config.shutdownGraceMs (then fails them as interrupted), ends open
-   * streams, closes the listener and the store.
+   * The first half of a graceful stop: readiness turns false, the listener
+   * stops accepting connections (HTTP/2 sessions get GOAWAY; calls in flight
+   * go on), new sends are refused, and running tasks get
+   * config.shutdownGraceMs to finish; the rest end FAILED (interrupted), so
+   * every caller waiting on one gets its answer and every stream its final
+   * event. Resolves when no task runs any more.
+   */
+  drain(): Promise<void>;
+  /**
+   * Graceful stop: drain(), then ends open streams, closes the listener and
+   * the store.
    */
   close(): Promise<void>;
 }
@@ -295,6 +303,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
 
   let server: DualProtocolServer | undefined;
   let closing: Promise<void> | undefined;
+  let draining: Promise<void> | undefined;
 
   const parley: Parley = {
     config,
@@ -335,11 +344,19 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       );
       return { address };
     },
+    drain() {
+      draining ??= (async () => {
+        // Health checks answer NOT_SERVING from here on, and no new connection is taken, while running tasks
+        // finish on the connections they came in on.
+        health.drain();
+        server?.stopAccepting();
+        await engine.shutdown(config.shutdownGraceMs);
+      })();
+      return draining;
+    },
     close() {
       closing ??= (async () => {
-        // Health checks answer NOT_SERVING from here on, while running tasks finish and the port still accepts.
-        health.drain();
-        await engine.shutdown(config.shutdownGraceMs);
+        await parley.drain();
         await delivery?.close();
         shutdown.abort(new ConnectError("the server is shutting down", Code.Unavailable));
         await server?.close();

@@ -30,6 +30,7 @@ export function createAgents(configs: readonly AgentConfig[], peers: readonly Pe
           name: config.name,
           ...(numberOption(config, "delayMs") !== undefined ? { delayMs: numberOption(config, "delayMs")! } : {}),
           ...(numberOption(config, "chunks") !== undefined ? { chunks: numberOption(config, "chunks")! } : {}),
+          ...(numberOption(config, "repeat") !== undefined ? { repeat: numberOption(config, "repeat")! } : {}),
           ...(stringOption(config, "reply") !== undefined ? { reply: stringOption(config, "reply") as EchoReply } : {}),
           ...(stringOption(config, "input") !== undefined ? { input: stringOption(config, "input") as EchoInput } : {}),
         });

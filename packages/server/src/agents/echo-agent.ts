@@ -27,6 +27,8 @@ export interface EchoAgentOptions {
    * the caller's messages (the benchmark uses it to match the anchor's echo).
    */
   readonly input?: EchoInput;
+  /** Says what it repeats this many times over (default 1): a long reply from a short message, for load tests. */
+  readonly repeat?: number;
 }
 
 /**
@@ -42,6 +44,10 @@ export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
     throw new RangeError(`echo reply must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(reply)}`);
   }
   const input = options.input ?? "framed";
+  const repeat = options.repeat ?? 1;
+  if (!Number.isInteger(repeat) || repeat < 1) {
+    throw new RangeError(`echo repeat must be a whole number of at least 1, got ${JSON.stringify(options.repeat)}`);
+  }
   if (!echoInputs.includes(input)) {
     throw new RangeError(`echo input must be one of ${echoInputs.join(", ")}, got ${JSON.stringify(input)}`);
   }
@@ -52,7 +58,7 @@ export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
         ? "Replies with exactly the input it was given: the history block, then the new message"
         : "Replies with the new message's text (the history is read back, not repeated)",
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
-      const text = input === "framed" ? turn.framedText : turn.text;
+      const text = (input === "framed" ? turn.framedText : turn.text).repeat(repeat);
       if (reply === "message" || (reply === "auto" && !turn.streaming)) {
         if (delayMs > 0) await sleep(delayMs, turn.signal);
         yield { type: "message", parts: [{ content: { case: "text", value: text } }] };

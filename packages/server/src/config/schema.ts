@@ -421,6 +421,38 @@ export const parleyConfigSchema = z
         env: "BRIDGE_KEEPALIVE_MS",
         bridgeOnly: true,
       }),
+      sseStreamBufferBytes: setting(
+        z
+          .int()
+          .min(1024)
+          .max(2 ** 30)
+          .default(1024 * 1024),
+        {
+          description:
+            "unsent bytes one SSE stream may hold; past it the bridge reads no more events for it until its client catches up",
+          env: "BRIDGE_SSE_STREAM_BUFFER_BYTES",
+          bridgeOnly: true,
+        },
+      ),
+      sseBufferBytes: setting(
+        z
+          .int()
+          .min(1024)
+          .max(2 ** 40)
+          .default(64 * 1024 * 1024),
+        {
+          description:
+            "unsent bytes all SSE streams together may hold; past it each stream gets more only once its socket drained",
+          env: "BRIDGE_SSE_BUFFER_BYTES",
+          bridgeOnly: true,
+        },
+      ),
+      sseStallMs: setting(millis(1).default(30_000), {
+        description:
+          "an SSE stream held back this long while its client reads nothing is cut with an error event naming the limit",
+        env: "BRIDGE_SSE_STALL_MS",
+        bridgeOnly: true,
+      }),
       upstream: setting(z.url({ protocol: /^https?$/ }).optional(), {
         description: "remote mode: forward to this running parley-server instead of embedding one",
         flag: "upstream",

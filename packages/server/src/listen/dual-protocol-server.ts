@@ -25,6 +25,12 @@ export interface DualProtocolServer {
   readonly http2: http2.Http2Server;
   listen(port: number, host: string): Promise<AddressInfo>;
   /**
+   * The start of a drain: no new connection is accepted, HTTP/2 sessions get
+   * GOAWAY (their open streams go on) and HTTP/1.1 connections close once
+   * idle; requests in flight are answered.
+   */
+  stopAccepting(): void;
+  /**
    * Stops accepting, sends GOAWAY on HTTP/2 sessions and closes idle HTTP/1.1
    * connections; what is still open after `forceAfterMs` is destroyed.
    */
@@ -131,6 +137,20 @@ export function createDualProtocolServer(
   };
   const server = createNetServer(route);
   limitConnections(server, limits);
+  let stopped = false;
+  let closed: Promise<void> = Promise.resolve();
+  // Draining, a kept-alive HTTP/1.1 connection is not kept: its response says Connection: close.
+  h1.on("request", (_req, res: http.ServerResponse) => {
+    if (stopped) res.shouldKeepAlive = false;
+  });
+  const stopAccepting = () => {
+    if (stopped) return;
+    stopped = true;
+    closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const socket of pending) socket.destroy();
+    for (const session of sessions) session.close();
+    h1.closeIdleConnections();
+  };
 
   return {
     server,
@@ -145,11 +165,9 @@ export function createDualProtocolServer(
         });
       });
     },
+    stopAccepting,
     async close(forceAfterMs = 1_000) {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const socket of pending) socket.destroy();
-      for (const session of sessions) session.close();
-      h1.closeIdleConnections();
+      stopAccepting();
       const timer = setTimeout(() => {
         for (const session of sessions) session.destroy();
         h1.closeAllConnections();

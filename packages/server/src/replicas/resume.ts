@@ -86,40 +86,54 @@ export async function* subscribeFromLog(
   taskId: string,
   ctx: HandlerContext,
 ): AsyncGenerator<StreamResponse> {
+  const start = await startOf(resumable, engine, tenant, taskId, ctx);
+  if (start === undefined) return;
+  const { after } = start;
+  if (start.snapshot) yield start.snapshot;
+  // A generator's locals live as long as it does: the task read above (its whole history and artifacts) must
+  // not stay reachable while a slow client is followed, or every open stream holds one copy of it.
+  start.snapshot = undefined;
+  yield* followAcrossTurns(resumable.events, tenant, taskId, after, ctx.signal);
+}
+
+/** Where a SubscribeToTask starts, and the snapshot it starts with; undefined when nothing is left to send. */
+async function startOf(
+  resumable: Resumable,
+  engine: Engine,
+  tenant: string,
+  taskId: string,
+  ctx: HandlerContext,
+): Promise<{ after: number; snapshot: StreamResponse | undefined } | undefined> {
   const resumeAfter = resumePoint(ctx);
   const task = await engine.getTask(tenant, taskId);
   if (!task) throw taskNotFound(taskId);
-  let after: number;
   if (resumeAfter === undefined) {
     requireSubscribable(task);
     const latest = await latestRunStart(resumable.events, tenant, taskId);
-    after = latest.start;
     if (latest.ended) {
       // A task waiting for input has no running agent: its current state comes first, numbered as the
       // final event of the run it reflects, so the follow-up turn's events keep their own seqs.
-      ctx.responseHeader.set(streamStartHeader, String(Math.max(0, after - 1)));
-      yield { payload: { case: "task", value: task } } as StreamResponse;
-    } else {
-      ctx.responseHeader.set(streamStartHeader, String(after));
+      ctx.responseHeader.set(streamStartHeader, String(Math.max(0, latest.start - 1)));
+      return { after: latest.start, snapshot: { payload: { case: "task", value: task } } as StreamResponse };
     }
-  } else {
-    after = resumeAfter;
-    ctx.responseHeader.set(streamStartHeader, String(after));
-    const state = task.status?.state ?? TaskState.UNSPECIFIED;
-    if (isTerminalState(state)) {
-      const last = await resumable.events.lastSeq(tenant, taskId);
-      if (last === 0) {
-        throw createTypedError(
-          "UNSUPPORTED_OPERATION",
-          `task ${taskId} is ${TaskState[state]} (terminal) and its events are no longer kept; read it with GetTask`,
-          { taskId },
-        );
-      }
-      // Nothing after the end: the stream is complete.
-      if (after >= last) return;
-    }
+    ctx.responseHeader.set(streamStartHeader, String(latest.start));
+    return { after: latest.start, snapshot: undefined };
   }
-  yield* followAcrossTurns(resumable.events, tenant, taskId, after, ctx.signal);
+  ctx.responseHeader.set(streamStartHeader, String(resumeAfter));
+  const state = task.status?.state ?? TaskState.UNSPECIFIED;
+  if (isTerminalState(state)) {
+    const last = await resumable.events.lastSeq(tenant, taskId);
+    if (last === 0) {
+      throw createTypedError(
+        "UNSUPPORTED_OPERATION",
+        `task ${taskId} is ${TaskState[state]} (terminal) and its events are no longer kept; read it with GetTask`,
+        { taskId },
+      );
+    }
+    // Nothing after the end: the stream is complete.
+    if (resumeAfter >= last) return undefined;
+  }
+  return { after: resumeAfter, snapshot: undefined };
 }
 
 /** A final event after which the task goes on: its run ended waiting for the client. */

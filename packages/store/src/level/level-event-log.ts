@@ -22,6 +22,10 @@ const FLAG_FINAL = 1;
 const SWEEP_BATCH = 500;
 /** Heads of recently appended tasks, so an append during a run needs no read at all. */
 const HEAD_CACHE = 10_000;
+/** Records one range read of a follower takes at most (see readAfter). */
+const READ_RECORDS = 16;
+/** Events a follower reads ahead of its consumer: what a paused stream holds of its task's log. */
+const FOLLOW_READ_EVENTS = 64;
 
 // Tables (see level-keys.ts):
 // e: tk lastSeq -> [version, count u32, then per event: flags u8, length u32, payload]: one record per
@@ -57,7 +61,12 @@ function encodeBatch(events: readonly TaskEvent[]): Uint8Array {
   return concatBytes(parts);
 }
 
-function decodeBatch(k: Uint8Array, v: Uint8Array): TaskEvent[] {
+/**
+ * The events of one batch record with a seq above `afterSeq`, at most `limit` of them. Only those are copied
+ * out of LevelDB's buffer: a record can hold hundreds of events, and a follower that wants a few of them must
+ * not copy the rest (each read of every slow follower did, and its RSS grew by gigabytes).
+ */
+function decodeBatch(k: Uint8Array, v: Uint8Array, afterSeq = 0, limit = Number.POSITIVE_INFINITY): TaskEvent[] {
   return decodeOrCorrupt("task event batch", k, () => {
     const r = new ByteReader(v);
     if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
@@ -66,9 +75,11 @@ function decodeBatch(k: Uint8Array, v: Uint8Array): TaskEvent[] {
     const events: TaskEvent[] = [];
     for (let i = 0; i < count; i++) {
       const flags = r.u8();
+      const bytes = r.bytes(r.u32());
+      if (first + i <= afterSeq) continue;
+      if (events.length === limit) return events;
       // A copy: LevelDB hands out Buffers, and callers keep payloads after the read.
-      const payload = new Uint8Array(r.bytes(r.u32()));
-      events.push({ seq: first + i, payload, final: (flags & FLAG_FINAL) !== 0 });
+      events.push({ seq: first + i, payload: new Uint8Array(bytes), final: (flags & FLAG_FINAL) !== 0 });
     }
     r.end();
     return events;
@@ -130,13 +141,20 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
   };
   const readAfter = async (tk: Uint8Array, afterSeq: number, limit: number): Promise<TaskEvent[]> => {
     const prefix = key(T_EVENT, tk);
-    // Every record holds at least one event, so `limit` records are enough for `limit` events.
-    const entries = await keyspace.range(key(prefix, u64(afterSeq + 1)), prefixEnd(prefix), { limit });
     const events: TaskEvent[] = [];
-    for (const [k, v] of entries) {
-      for (const event of decodeBatch(k, v)) {
-        if (event.seq > afterSeq && events.length < limit) events.push(event);
+    let from = afterSeq;
+    // A record is a batch of one or more events: read a few records at a time until `limit` events are there,
+    // so a follower that asks for 64 events of a long finished log does not load the rest of it with them
+    // (a record limit of `limit` did, for every read of every slow follower, and its RSS grew by gigabytes).
+    while (events.length < limit) {
+      const records = Math.min(limit - events.length, READ_RECORDS);
+      const entries = await keyspace.range(key(prefix, u64(from + 1)), prefixEnd(prefix), { limit: records });
+      for (const [k, v] of entries) {
+        if (events.length < limit) events.push(...decodeBatch(k, v, from, limit - events.length));
       }
+      if (entries.length < records) break;
+      const lastKey = entries[entries.length - 1]![0];
+      from = readU64(lastKey, lastKey.length - 8);
     }
     return events;
   };
@@ -216,7 +234,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
           while (!signal.aborted && !closed) {
             // Taken before the read, so an append that lands while it runs still wakes this loop.
             const changed = w.changed;
-            const batch = await readAfter(tk, last, 256);
+            const batch = await readAfter(tk, last, FOLLOW_READ_EVENTS);
             for (const event of batch) {
               last = event.seq;
               yield event;

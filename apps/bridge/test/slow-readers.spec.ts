@@ -1,0 +1,156 @@
+// Issue 20, item 1: SSE clients that stop reading cannot grow the bridge's memory without bound. A real
+// parley-bridge process (embedded server) is spawned, so its RSS (/proc) and JS heap (/metrics) are its own.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import type { IncomingMessage } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rpc } from "./harness.js";
+import { metric, postOwnConnection, type SpawnedBridge, spawnBridge } from "./spawn-bridge.js";
+
+const MiB = 1024 * 1024;
+const clients = 100;
+/** The task: 2 000 artifact chunks of 4 000 characters (8 MB), streamed 2 ms apart. */
+const chunks = 2_000;
+const chunkChars = 4_000;
+/** The configured bounds: 64 KiB per stream, 4 MiB for all streams together, cut after 4 s without reading. */
+const streamBufferBytes = 64 * 1024;
+const bufferBytes = 4 * MiB;
+const stallMs = 4_000;
+/**
+ * What the bridge may hold beyond the configured buffers: per open stream, its connection (socket, parser,
+ * the upstream's read batch of event-log events) and one event past its socket's high-water mark; for the
+ * process, V8 garbage not collected yet. Without backpressure every stream held every event it was not read:
+ * 100 x 8 MB, some 800 MB of strings (the audit saw 1 GB of RSS with 20 000 smaller events).
+ */
+const perStreamOverhead = 512 * 1024;
+const processSlack = 96 * MiB;
+const bound = bufferBytes + clients * perStreamOverhead + processSlack;
+
+const dir = mkdtempSync(join(tmpdir(), "parley-slow-readers-"));
+let bridge: SpawnedBridge;
+
+beforeAll(async () => {
+  bridge = await spawnBridge({
+    dir,
+    config: {
+      agents: [
+        { name: "big", type: "echo", options: { chunks, input: "text", repeat: chunks, delayMs: 2 } },
+      ],
+      // Room for a loaded machine: the run itself is not what is measured.
+      limits: { agentStepTimeoutMs: 600_000 },
+      bridge: { sseStreamBufferBytes: streamBufferBytes, sseBufferBytes: bufferBytes, sseStallMs: stallMs },
+    },
+  });
+}, 120_000);
+
+afterAll(async () => {
+  bridge?.child.kill("SIGKILL");
+  await bridge?.exited;
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The SSE events of a response, read on demand; only the count, the first and the last are kept. */
+function sseTail(res: IncomingMessage) {
+  let buffer = "";
+  let count = 0;
+  let first = "";
+  let last = "";
+  const done = new Promise<void>((resolve, reject) => {
+    res.setEncoding("utf8");
+    res.on("data", (chunk: string) => {
+      buffer += chunk;
+      let end = buffer.indexOf("\n\n");
+      while (end >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        if (!block.startsWith(":")) {
+          count++;
+          if (count === 1) first = block;
+          last = block;
+        }
+        end = buffer.indexOf("\n\n");
+      }
+    });
+    res.once("end", resolve);
+    res.once("error", reject);
+    res.once("aborted", () => reject(new Error("the bridge reset the stream before its last event")));
+  });
+  return { done, count: () => count, first: () => first, last: () => last };
+}
+
+async function heapUsed(): Promise<number> {
+  return metric(bridge.url, "nodejs_heap_size_used_bytes");
+}
+
+const streamingSend = () =>
+  rpc("SendStreamingMessage", {
+    message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "x".repeat(chunkChars) }] },
+  });
+
+describe(`${clients} SSE clients that stop reading a task of ${chunks} events (8 MB)`, () => {
+  it(`keep the bridge within ${bound / MiB} MiB above its idle RSS (sseBufferBytes 4 MiB + ${clients} x 512 KiB + 96 MiB), are cut with an error event naming the limit, and the memory returns`, async () => {
+    // A reader that keeps up gets every event: backpressure holds the producer back, it loses nothing.
+    const warm = sseTail(await postOwnConnection(bridge.url, streamingSend()));
+    await warm.done;
+    expect(warm.count()).toBeGreaterThan(chunks);
+    expect(warm.last()).toContain("TASK_STATE_COMPLETED");
+    const idleRss = bridge.rssBytes();
+    const idleHeap = await heapUsed();
+
+    // The task of the test: its sender reads everything, 100 subscribers join while it runs and stop reading.
+    const driverRes = await postOwnConnection(bridge.url, streamingSend());
+    const driver = sseTail(driverRes);
+    let taskId: string | undefined;
+    while (taskId === undefined) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      taskId = /"id":"([0-9a-f-]{36})"/.exec(driver.first())?.[1];
+    }
+    const responses = await Promise.all(
+      Array.from({ length: clients }, () => postOwnConnection(bridge.url, rpc("SubscribeToTask", { id: taskId }))),
+    );
+    // Each client has its headers and reads nothing more: the kernel's socket buffers fill, then the bridge's.
+    for (const res of responses) res.pause();
+    let peakRss = 0;
+    let peakHeap = 0;
+    const cuts = () => bridge.stderr().split("\n").filter((l) => l.includes("cut a slow SSE stream")).length;
+    while (cuts() < clients) {
+      const rss = bridge.rssBytes();
+      peakRss = Math.max(peakRss, rss);
+      if (process.env.TRACE_RSS) console.log(`TRACE ${cuts()} ${(rss / MiB).toFixed(0)} ${(bridge.rssBytes() / MiB).toFixed(0)}`);
+      peakHeap = Math.max(peakHeap, await heapUsed());
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    await driver.done;
+    expect(driver.last()).toContain("TASK_STATE_COMPLETED");
+    const growth = peakRss - idleRss;
+    console.log(
+      `${clients} stalled SSE clients: RSS ${(idleRss / MiB).toFixed(0)} -> peak ${(peakRss / MiB).toFixed(0)} MiB ` +
+        `(+${(growth / MiB).toFixed(0)} MiB, bound ${bound / MiB} MiB); heap ${(idleHeap / MiB).toFixed(0)} -> peak ` +
+        `${(peakHeap / MiB).toFixed(0)} MiB`,
+    );
+    expect(growth).toBeLessThan(bound);
+
+    // Reading again, each client gets what the bridge held for it, then the cut with the limit's name.
+    const tails = responses.map((res) => sseTail(res));
+    for (const res of responses) res.resume();
+    await Promise.all(tails.map((t) => t.done));
+    for (const tail of tails) {
+      expect(tail.count()).toBeLessThan(warm.count());
+      expect(tail.last()).toMatch(/^event: error\n/);
+      expect(tail.last()).toMatch(/stream cut: the client read nothing for 4000 ms .*bridge\.sse(Stream)?BufferBytes/);
+    }
+
+    // Once they are gone the bridge holds nothing for them: the heap returns to where it was.
+    let heapAfter = await heapUsed();
+    for (let i = 0; i < 150 && heapAfter > idleHeap + 16 * MiB; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      heapAfter = await heapUsed();
+    }
+    console.log(
+      `after they left: heap ${(heapAfter / MiB).toFixed(0)} MiB, RSS ${(bridge.rssBytes() / MiB).toFixed(0)} MiB`,
+    );
+    expect(heapAfter).toBeLessThan(idleHeap + 16 * MiB);
+  }, 300_000);
+});
