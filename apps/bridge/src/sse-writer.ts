@@ -73,7 +73,7 @@ interface OpenStream {
  * of the bridge buffering the whole task in memory. A client that reads
  * nothing for `stallMs` while held back is cut: an `event: error` naming the
  * limit goes after what it has not read, and its socket is destroyed when it
- * does not read that either within another `stallMs`, so its memory returns.
+ * reads nothing of that either for another `stallMs`, so its memory returns.
  */
 export function createSseWriter(keepAliveMs: number, limits: SseLimits = defaultSseLimits, logger?: Logger): SseWriter {
   const openStreams = new Set<OpenStream>();
@@ -132,6 +132,8 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       }
       res.write(
         `${event ? `event: ${event}\n` : ""}${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(payload)}\n\n`,
+        // Handed to the kernel: a wait for room re-checks at once ('drain' only follows a write that returned false).
+        () => wake(),
       );
     };
     const sendEvent = (output: Message, seq: number | undefined) => {
@@ -255,13 +257,8 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       if (res.destroyed) markEnded();
       else {
         res.end(markEnded);
-        if (!res.writableFinished) {
-          // A client that does not read its last event either: its socket goes, and its buffered bytes with it.
-          const linger = setTimeout(() => res.destroy(), limits.stallMs);
-          linger.unref();
-          res.once("close", () => clearTimeout(linger));
-          res.once("finish", () => clearTimeout(linger));
-        }
+        // A client that reads nothing of its last bytes either, for stallMs: its socket goes, and those bytes with it.
+        if (!res.writableFinished) void roomFor(0).then((drained) => drained || res.destroy());
       }
     }
   }

@@ -4,11 +4,11 @@
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { grpcHealthV1 } from "@parley/proto";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rpc } from "./harness.js";
 import { metric, postOwnConnection, type SpawnedBridge, spawnBridge } from "./spawn-bridge.js";
@@ -60,7 +60,9 @@ function refused(address: string): Promise<boolean> {
 const send = (method: string, agent: string) =>
   postOwnConnection(
     `${bridge.url}agents/${agent}/`,
-    rpc(method, { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "0123456789".repeat(10) }] } }),
+    rpc(method, {
+      message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "0123456789".repeat(10) }] },
+    }),
   );
 
 async function bodyOf(res: import("node:http").IncomingMessage): Promise<string> {
@@ -68,6 +70,15 @@ async function bodyOf(res: import("node:http").IncomingMessage): Promise<string>
   let text = "";
   for await (const chunk of res) text += chunk;
   return text;
+}
+
+/** What the test reads of an SSE event's JSON-RPC payload. */
+interface StreamEvent {
+  readonly result?: {
+    readonly statusUpdate?: {
+      readonly status: { readonly state: string; readonly message: { readonly parts: { readonly text: string }[] } };
+    };
+  };
 }
 
 /** The SSE events of a stream, as parsed JSON with their event name. */
@@ -78,7 +89,7 @@ async function eventsOf(res: import("node:http").IncomingMessage) {
     .filter((block) => block.includes("data: "))
     .map((block) => ({
       event: /^event: (.*)$/m.exec(block)?.[1] ?? "message",
-      data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!) as Record<string, any>,
+      data: JSON.parse(/^data: (.*)$/m.exec(block)![1]!) as StreamEvent,
     }));
 }
 
@@ -132,9 +143,9 @@ describe("SIGTERM with 200 JSON-RPC requests and 50 SSE streams in flight", () =
     for (const events of await Promise.all(streamEvents)) {
       const last = events.at(-1)!;
       expect(last.event).toBe("message");
-      const update = last.data.result.statusUpdate;
-      expect(update.status.state).toBe("TASK_STATE_FAILED");
-      expect(update.status.message.parts[0].text).toMatch(/^interrupted: the server shut down/);
+      const update = last.data.result?.statusUpdate;
+      expect(update?.status.state).toBe("TASK_STATE_FAILED");
+      expect(update?.status.message.parts[0]?.text).toMatch(/^interrupted: the server shut down/);
       for (const e of events) expect(JSON.stringify(e.data)).not.toContain("TASK_STATE_CANCELED");
     }
     expect(await bridge.exited).toEqual({ code: 0, signal: null });

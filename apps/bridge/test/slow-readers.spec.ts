@@ -35,9 +35,7 @@ beforeAll(async () => {
   bridge = await spawnBridge({
     dir,
     config: {
-      agents: [
-        { name: "big", type: "echo", options: { chunks, input: "text", repeat: chunks, delayMs: 2 } },
-      ],
+      agents: [{ name: "big", type: "echo", options: { chunks, input: "text", repeat: chunks, delayMs: 2 } }],
       // Room for a loaded machine: the run itself is not what is measured.
       limits: { agentStepTimeoutMs: 600_000 },
       bridge: { sseStreamBufferBytes: streamBufferBytes, sseBufferBytes: bufferBytes, sseStallMs: stallMs },
@@ -117,11 +115,16 @@ describe(`${clients} SSE clients that stop reading a task of ${chunks} events (8
     for (const res of responses) res.pause();
     let peakRss = 0;
     let peakHeap = 0;
-    const cuts = () => bridge.stderr().split("\n").filter((l) => l.includes("cut a slow SSE stream")).length;
+    const cuts = () =>
+      bridge
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes("cut a slow SSE stream")).length;
     while (cuts() < clients) {
       const rss = bridge.rssBytes();
       peakRss = Math.max(peakRss, rss);
-      if (process.env.TRACE_RSS) console.log(`TRACE ${cuts()} ${(rss / MiB).toFixed(0)} ${(bridge.rssBytes() / MiB).toFixed(0)}`);
+      if (process.env.TRACE_RSS)
+        console.log(`TRACE ${cuts()} ${(rss / MiB).toFixed(0)} ${(bridge.rssBytes() / MiB).toFixed(0)}`);
       peakHeap = Math.max(peakHeap, await heapUsed());
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
