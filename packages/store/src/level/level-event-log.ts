@@ -22,14 +22,16 @@ const FLAG_FINAL = 1;
 const SWEEP_BATCH = 500;
 /** Heads of recently appended tasks, so an append during a run needs no read at all. */
 const HEAD_CACHE = 10_000;
-/** Records one range read of a follower takes at most (see readAfter). */
+/** Payload bytes past which an appended batch starts a new record. */
+const RECORD_BYTES = 64 * 1024;
+/** Records one range read of a follower takes at most (see readAfter): about 1 MiB. */
 const READ_RECORDS = 16;
 /** Events a follower reads ahead of its consumer: what a paused stream holds of its task's log. */
 const FOLLOW_READ_EVENTS = 64;
 
 // Tables (see level-keys.ts):
 // e: tk lastSeq -> [version, count u32, then per event: flags u8, length u32, payload]: one record per
-//    appended batch, keyed by the seq of its last event, so a read after seq n seeks to key n + 1 and the first
+//    appended batch (split at RECORD_BYTES), keyed by the seq of its last event, so a read after seq n seeks to key n + 1 and the first
 //    record found holds event n + 1. A streamed reply becomes a few records, not one per chunk.
 // f: ended tk -> length-prefixed (tenant, taskId): logs by the time their last run ended, oldest first; the ids
 //    are there for whoever inspects the database, the sweep needs only the key.
@@ -190,10 +192,20 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       checkEventBatch(taskId, events, headOf(tk, hex)?.lastSeq ?? 0);
       const last = events[events.length - 1]!;
       const head: Head = { lastSeq: last.seq, ended: last.final ? now() : 0 };
-      const ops: LevelBatchOp[] = [
-        { type: "put", key: key(T_EVENT, tk, u64(last.seq)), value: encodeBatch(events) },
-        { type: "put", key: key(T_EVENT_HEAD, tk), value: encodeHead(head) },
-      ];
+      const ops: LevelBatchOp[] = [];
+      // Records of at most RECORD_BYTES (one event at least): a group commit under load can carry a whole long
+      // reply, and every read of every follower would load that record whole to take a few of its events.
+      let from = 0;
+      let bytes = 0;
+      for (let i = 0; i < events.length; i++) {
+        bytes += events[i]!.payload.length;
+        if (bytes < RECORD_BYTES && i < events.length - 1) continue;
+        const part = from === 0 && i === events.length - 1 ? events : events.slice(from, i + 1);
+        ops.push({ type: "put", key: key(T_EVENT, tk, u64(events[i]!.seq)), value: encodeBatch(part) });
+        from = i + 1;
+        bytes = 0;
+      }
+      ops.push({ type: "put", key: key(T_EVENT_HEAD, tk), value: encodeHead(head) });
       if (last.final) {
         // Only a run's end is indexed for the sweep: one record per run, none per chunk.
         ops.push({
