@@ -128,6 +128,21 @@ describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (p
       .catch((e) => e);
     expect(ConnectError.from(empty).code).toBe(Code.InvalidArgument);
     expect(ConnectError.from(empty).rawMessage).toMatch(/parts must hold at least one part/);
+    // A Value with no kind has no JSON form: stored, it could never be read back over JSON-RPC or exported.
+    const kindless = await server
+      .a2a(protocol)
+      .sendMessage({
+        message: {
+          messageId: crypto.randomUUID(),
+          role: 1,
+          parts: [{ content: { case: "data", value: { kind: { case: "listValue", value: { values: [{}] } } } } }],
+        },
+      })
+      .catch((e) => e);
+    expect(ConnectError.from(kindless).code).toBe(Code.InvalidArgument);
+    expect(ConnectError.from(kindless).rawMessage).toMatch(
+      /message\.parts\[0\]\.data\[0\] is a google\.protobuf\.Value with no kind set/,
+    );
     await expect(server.a2a(protocol).getExtendedAgentCard({})).rejects.toSatisfy(
       (e) => reasonOf(e) === "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
     );

@@ -1,4 +1,5 @@
 import { toBinary } from "@bufbuild/protobuf";
+import type { Struct, Value } from "@bufbuild/protobuf/wkt";
 import { type Message, MessageSchema } from "@parley/proto";
 import { idLimits } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
@@ -18,6 +19,7 @@ export function validateMessage(message: Message, limits: ParleyConfig["limits"]
   for (const [i, part] of message.parts.entries()) {
     if (part.content.case === undefined)
       throw invalidArgument(`message.parts[${i}] has no content (text, raw, url or data)`);
+    if (part.content.case === "data") requireJsonValue(part.content.value, `message.parts[${i}].data`);
     if (part.content.case === "text" && part.content.value.length > limits.maxTextChars) {
       throw createTypedError(
         "LIMIT_EXCEEDED",
@@ -35,6 +37,24 @@ export function validateMessage(message: Message, limits: ParleyConfig["limits"]
       throw invalidArgument(`message.${name} is ${Buffer.byteLength(value)} bytes; the limit is ${idLimits[name]}`);
     }
   }
+}
+
+/**
+ * A google.protobuf.Value with no kind set has no JSON form (binary and in-process callers can send one in a data
+ * part), so a stored message holding it could never be read back over JSON-RPC or exported: it is refused where it
+ * arrives. Metadata needs no check: protobuf-es holds a Struct field as a plain JSON object.
+ */
+function requireJsonValue(value: Value, path: string): void {
+  const kind = value.kind;
+  if (kind.case === undefined) throw invalidArgument(`${path} is a google.protobuf.Value with no kind set`);
+  if (kind.case === "structValue") requireJsonStruct(kind.value, path);
+  else if (kind.case === "listValue") {
+    for (const [i, item] of kind.value.values.entries()) requireJsonValue(item, `${path}[${i}]`);
+  }
+}
+
+function requireJsonStruct(struct: Struct, path: string): void {
+  for (const [key, value] of Object.entries(struct.fields)) requireJsonValue(value, `${path}.${key}`);
 }
 
 /** The inbound message's bytes as they will be stored. */
