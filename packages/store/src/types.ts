@@ -79,6 +79,15 @@ export interface TaskRecord {
    * Never set it for an id that came from a client.
    */
   readonly created?: boolean;
+  /**
+   * True while nobody outside the engine can know of this task: a turn whose
+   * answer may still be a Message (which no client ever looks up as a task).
+   * The store then keeps only what crash recovery needs: getTask and listTasks
+   * do not see the task, listUnfinishedTasks does (with `hidden` set). A later
+   * write of the task replaces it, hidden or not; a hidden write in a terminal
+   * state removes it. A backend may instead store it like any other task.
+   */
+  readonly hidden?: boolean;
 }
 
 export interface ListTasksQuery {

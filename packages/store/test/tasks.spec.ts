@@ -91,6 +91,47 @@ describe("tasks", () => {
     expect((await store.getThread(key))?.messageCount).toBe(1);
   });
 
+  it("keeps a hidden task as one turn-in-flight record: unlisted, recovered, removed or revealed by its end", async () => {
+    const { store, dir } = await openStore();
+    const key = { tenant: "acme", contextId: "ctx" };
+    const listed = async () => (await store.listTasks("acme", { limit: 10 })).tasks.map((t) => t.taskId);
+    const unfinished = async () => (await store.listUnfinishedTasks()).map((t) => [t.taskId, t.state, t.hidden]);
+    const input = (messageId: string, taskId: string) => ({
+      messageId,
+      provenance: "user" as const,
+      taskId,
+      payload: text(messageId),
+    });
+    // A turn that ends with a Message: hidden at the start, gone at its end.
+    await store.append(key, input("m1", "t1"), task("t1", { state: 1, created: true, hidden: true }));
+    expect(await store.getTask("acme", "t1")).toBeUndefined();
+    expect(await listed()).toEqual([]);
+    expect(await unfinished()).toEqual([["t1", 1, true]]);
+    await store.append(key, { ...input("r1", "t1"), provenance: "agent" }, task("t1", { state: 3, hidden: true }));
+    expect(await store.getTask("acme", "t1")).toBeUndefined();
+    expect(await unfinished()).toEqual([]);
+    // A turn that ends as a task: hidden at the start, a listed task from its end on.
+    await store.append(key, input("m2", "t2"), task("t2", { state: 1, created: true, hidden: true }));
+    await store.putTask(task("t2", { state: 6, updatedAt: 2000 }));
+    expect((await store.getTask("acme", "t2"))?.state).toBe(6);
+    expect(await listed()).toEqual(["t2"]);
+    expect(await unfinished()).toEqual([["t2", 6, undefined]]);
+    await store.putTask(task("t2", { state: 3, updatedAt: 3000, hidden: true }));
+    expect((await store.getTask("acme", "t2"))?.state).toBe(3);
+    expect(await unfinished()).toEqual([]);
+    // A turn cut off while hidden is found after a restart, with its record, and nowhere else.
+    await store.append(key, input("m3", "t3"), task("t3", { state: 2, created: true, hidden: true }));
+    await store.close();
+    const { store: reopened } = await openStore({ path: dir });
+    const [cut] = await reopened.listUnfinishedTasks();
+    expect(cut).toEqual({ ...task("t3", { state: 2 }), hidden: true });
+    expect((await reopened.listTasks("acme", { limit: 10 })).tasks.map((t) => t.taskId)).toEqual(["t2"]);
+    const { hidden: _, ...visible } = cut!;
+    await reopened.putTask(visible);
+    expect((await reopened.listUnfinishedTasks()).map((t) => [t.taskId, t.hidden])).toEqual([["t3", undefined]]);
+    expect((await reopened.getTask("acme", "t3"))?.state).toBe(2);
+  });
+
   it("keeps task records when their thread is deleted", async () => {
     const { store } = await openStore();
     const key = { tenant: "acme", contextId: "ctx" };

@@ -31,6 +31,7 @@ import { readHistory } from "./history-read.js";
 import { encodeInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
 import { createLocalCoordinator, type ReplicaCoordinator } from "./replica-coordinator.js";
+import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
 import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord, withIds } from "./task-model.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
@@ -40,8 +41,8 @@ import { runTurn, type TurnContext } from "./turn-runner.js";
 export type SendOutcome =
   /** attached: a true retry of the message that started a task still running. */
   | { readonly kind: "run"; readonly run: TaskRun; readonly attached: boolean }
-  /** A true retry of a message whose task already ended: answered from the store. */
-  | { readonly kind: "stored"; readonly task: Task };
+  /** A true retry of a message whose turn has ended: the task, or the Message it was answered with. */
+  | RetryAnswer;
 
 export interface EngineOptions {
   readonly store: FencedThreadStore;
@@ -149,10 +150,14 @@ export class Engine {
   /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
   async recover(): Promise<number> {
     let failed = 0;
-    for (const record of await this.store.listUnfinishedTasks()) {
-      if (!isCutOffByLostRun(record.state)) continue;
+    for (const listed of await this.store.listUnfinishedTasks()) {
+      if (!isCutOffByLostRun(listed.state)) continue;
       failed++;
-      const why = interruptedStatus("interrupted: the server stopped while this task was running", record.contextId);
+      const why = interruptedStatus("interrupted: the server stopped while this task was running", listed.contextId);
+      // A turn cut off while hidden (its answer might have been a Message) ends as a task: a retry of its
+      // message must find it, FAILED. It is made visible first, so the paths below find its record.
+      const { hidden, ...record } = listed;
+      if (hidden) await this.store.putTask(record);
       if (this.coordinator.failInterrupted) {
         // Under the context's lease, so the task's event log gets its final event after what it logged.
         await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
@@ -224,6 +229,13 @@ export class Engine {
       { messageId: inbound.messageId, payload },
       this.runListener,
     );
+    // A new task that its caller is not handed at once (a blocking send without a push config) may end as a
+    // Message: until someone is shown it, the store keeps only its turn-in-flight record.
+    run.visible =
+      existing !== undefined ||
+      options.streaming === true ||
+      options.beforeRun !== undefined ||
+      request.configuration?.returnImmediately === true;
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
     // The previous run of this context has published its end but may still be making it durable
@@ -245,7 +257,9 @@ export class Engine {
         key,
         { messageId: inbound.messageId, provenance: meta.interSession ? "inter-session" : "user", taskId, payload },
         // A new task's id was minted above, so the store need not look for an earlier record of it.
-        existing ? taskRecord(caller.tenant, task) : { ...taskRecord(caller.tenant, task), created: true },
+        existing
+          ? taskRecord(caller.tenant, task)
+          : { ...taskRecord(caller.tenant, task), created: true, ...(run.visible ? {} : { hidden: true }) },
         this.coordinator.writeOptions(run),
       );
     } catch (error) {
@@ -256,10 +270,7 @@ export class Engine {
     if (appended.duplicate) {
       this.busy.delete(guardKey);
       await this.coordinator.release(run);
-      const earlierId = appended.message.taskId;
-      const earlier = earlierId ? await this.getTask(caller.tenant, earlierId) : undefined;
-      if (!earlier) throw taskNotFound(earlierId ?? "");
-      return { kind: "stored", task: earlier };
+      return answerOfRetry(this.store, (taskId) => this.getTask(caller.tenant, taskId), key, appended.message);
     }
 
     this.runs.set(scopedKey(caller.tenant, taskId), run);
@@ -348,9 +359,33 @@ export class Engine {
     this.runs.delete(scopedKey(run.tenant, run.taskId));
   }
 
+  /**
+   * Makes the hidden running tasks of a tenant (of one context, when given)
+   * visible, their records written before this resolves: a listing that
+   * follows finds them, as it finds every other running task.
+   */
+  async revealRunning(tenant: string, contextId?: string): Promise<void> {
+    const writes: Promise<void>[] = [];
+    for (const run of this.runs.values()) {
+      if (run.visible || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) continue;
+      run.visible = true;
+      const written = this.store.putTask(taskRecord(tenant, run.task), this.coordinator.writeOptions(run));
+      writes.push(
+        written.catch((error: unknown) => {
+          this.logger.warn({ taskId: run.taskId, err: error }, "could not record a running task for a listing");
+        }),
+      );
+    }
+    await Promise.all(writes);
+  }
+
   async getTask(tenant: string, taskId: string): Promise<Task | undefined> {
     const live = this.liveRun(tenant, taskId);
-    if (live) return clone(TaskSchema, live.task);
+    if (live) {
+      // Asked for by id (GetTask, SubscribeToTask, a push config): the task outlives its turn whatever it answers.
+      live.visible = true;
+      return clone(TaskSchema, live.task);
+    }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
     const record = await fromStore(this.store.getTask(tenant, taskId));
     return record ? fromBinary(TaskSchema, record.payload) : undefined;
@@ -360,6 +395,7 @@ export class Engine {
   async cancel(tenant: string, taskId: string): Promise<Task> {
     const live = this.liveRun(tenant, taskId);
     if (live && !live.finished) {
+      live.visible = true;
       live.cancel("canceled");
       await live.settled;
       return clone(TaskSchema, live.task);

@@ -26,6 +26,14 @@ export class RunStop extends Error {
  */
 export class TaskRun implements TaskEventSource {
   readonly events: StreamResponse[] = [];
+  /**
+   * Whether anyone outside the engine may know of this task: its caller was
+   * handed it (a stream, returnImmediately, a push config, a continued task)
+   * or someone asked for it (GetTask, CancelTask, SubscribeToTask). A run that
+   * is not visible and ends with a Message leaves no task behind: the store
+   * keeps only its turn-in-flight record while it runs.
+   */
+  visible = true;
   readonly controller = new AbortController();
   /** Resolves when the run has ended (terminal or interrupted state, or a direct message). */
   readonly settled: Promise<void>;

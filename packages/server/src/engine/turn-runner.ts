@@ -183,14 +183,26 @@ async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message)
   reply.taskId = "";
   task.history.push(reply);
   task.status = create(TaskStatusSchema, { state: TaskState.COMPLETED, timestamp: timestampNow(), message: reply });
-  await persistOutcome(ctx, run, reply);
+  // Nobody was shown the task: it ends with the reply (its turn-in-flight record removed), and a retry
+  // of the message is answered with the reply from the thread.
+  const hidden = !run.visible;
+  await persistOutcome(ctx, run, reply, hidden);
+  // Someone asked for the task while its end was being written: it stays, COMPLETED.
+  if (hidden && run.visible) await ctx.store.putTask(taskRecord(run.tenant, task), ctx.coordinator.writeOptions(run));
   ctx.leave(run);
   run.publish(streamEvent({ case: "message", value: reply }));
 }
 
 /** Stores the turn's outcome: the reply appended to the thread with the final task, or the task alone. */
-async function persistOutcome(ctx: TurnContext, run: TaskRun, reply: Message | undefined): Promise<void> {
-  const record = taskRecord(run.tenant, run.task);
+async function persistOutcome(
+  ctx: TurnContext,
+  run: TaskRun,
+  reply: Message | undefined,
+  hidden = false,
+): Promise<void> {
+  // A turn that ends as a task hands its caller the task: from now on it is visible.
+  if (!hidden) run.visible = true;
+  const record = hidden ? { ...taskRecord(run.tenant, run.task), hidden } : taskRecord(run.tenant, run.task);
   const fenced = ctx.coordinator.writeOptions(run);
   if (reply) {
     await ctx.store.append(

@@ -232,6 +232,8 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   private enqueue(run: TaskRun, event: StreamResponse): void {
     const state = this.runs.get(run);
     if (!state || state.lost || state.released) return;
+    // A Message that ends a run nobody was shown: no one can subscribe to its task, which is not kept.
+    if (!run.visible && event.payload.case === "message") return;
     const final = endsRun(event);
     state.queue.push({ seq: state.seqBase + run.events.length, payload: toBinary(StreamResponseSchema, event), final });
     // A flush in flight takes everything queued meanwhile. Otherwise events gather for eventBatchMs, so a

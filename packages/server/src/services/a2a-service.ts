@@ -144,6 +144,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       const historyLength = req.configuration?.historyLength;
       if (outcome.kind === "stored")
         return { payload: { case: "task", value: withHistoryLength(outcome.task, historyLength) } };
+      if (outcome.kind === "reply") return { payload: { case: "message", value: outcome.message } };
       const { run } = outcome;
       if (req.configuration?.returnImmediately) {
         return { payload: { case: "task", value: withHistoryLength(clone(TaskSchema, run.task), historyLength) } };
@@ -159,6 +160,10 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       const outcome = await engine.send(caller, req, { ...sendOptions(req, caller.tenant), streaming: true });
       if (outcome.kind === "stored") {
         yield { payload: { case: "task", value: outcome.task } };
+        return;
+      }
+      if (outcome.kind === "reply") {
+        yield { payload: { case: "message", value: outcome.message } };
         return;
       }
       ctx.responseHeader.set(headers.streamStart, String(deps.resumable.coordinator.streamStart(outcome.run)));
@@ -177,6 +182,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       if (pageSize < 1 || pageSize > 100) throw invalidArgument(`pageSize must be between 1 and 100, got ${pageSize}`);
       // Enums are open on the wire: an unknown number reaches here and the store would refuse it as a fault.
       if (TaskState[req.status] === undefined) throw invalidArgument(`status must be a TaskState, got ${req.status}`);
+      // Running tasks nobody was shown yet (their turn may end with a Message) are listed like the others.
+      await engine.revealRunning(tenant, req.contextId !== "" ? req.contextId : undefined);
       const page = await fromStore(
         store.listTasks(tenant, {
           limit: pageSize,

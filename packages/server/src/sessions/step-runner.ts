@@ -95,6 +95,9 @@ export async function runLocalStep(
     return { result: { kind: "failed", detail: `agent ${caller.agent} could not take the step: ${describe(error)}` } };
   }
   if (outcome.kind === "stored") return { result: resultOfTask(outcome.task), metadata: outcome.task.metadata };
+  if (outcome.kind === "reply") {
+    return { result: textReply(messageText(outcome.message)), metadata: outcome.message.metadata };
+  }
   const run = outcome.run;
   let timer: NodeJS.Timeout | undefined;
   const timedOut = await Promise.race([

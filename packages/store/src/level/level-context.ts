@@ -12,6 +12,8 @@ export interface TaskIndexPosition {
   readonly tenant: string;
   readonly contextId: string;
   readonly updatedAt: number;
+  /** The task is hidden: it has only its turn-in-flight record (`r:`), no task record and no listing entries. */
+  readonly hidden?: boolean;
 }
 
 /** How many task index positions stay cached; a miss only costs one read. */

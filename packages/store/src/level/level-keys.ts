@@ -16,7 +16,7 @@
  *   parley:v1:k: tk                       task record
  *   parley:v1:d: H(tenant) inv(updated) taskId   listTasks index per tenant (value: state, th)
  *   parley:v1:c: th inv(updated) taskId   listTasks index per context (value: state)
- *   parley:v1:r: tk                       tasks in a non-terminal state
+ *   parley:v1:r: tk                       tasks in a non-terminal state (value: empty, or a hidden task's record)
  *   parley:v1:p: tk H(configId)           push notification config
  *   parley:v1:e: tk lastSeq               one appended batch of task events (level-event-log.ts)
  *   parley:v1:f: ended tk                 task event logs by the time their last run ended (retention sweep)

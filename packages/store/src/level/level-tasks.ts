@@ -1,4 +1,4 @@
-// Task records and their three indexes (per tenant, per context, unfinished) in the LevelDB backend.
+// Task records and their three indexes (per tenant, per context, unfinished) in the LevelDB backend; hidden tasks.
 import { compareBytes, decodeUtf8, encodeUtf8, toHex, u32, u64 } from "../core/bytes.js";
 import { checkListTasks, checkTask, MAX_TIME } from "../core/checks.js";
 import { cursorKinds, encodeCursor } from "../core/cursors.js";
@@ -21,40 +21,70 @@ import {
 } from "./level-keys.js";
 import { decodeOrCorrupt, decodeTask, encodeTask } from "./level-records.js";
 
-/** Runs `write` under the task's lock with the ops that upsert it (old index entries removed first). */
+/**
+ * Runs `write` under the task's lock with the ops that upsert it (old index entries removed first).
+ *
+ * A hidden task (TaskRecord.hidden: a turn whose answer may still be a Message) gets one record: its
+ * turn-in-flight entry in the unfinished index (`r:`), which carries the task record itself so that crash
+ * recovery can end it, and no task record or listing entries; its terminal hidden write deletes that entry.
+ * A visible write after it adds the task record and listing entries, with nothing old to remove.
+ */
 export function withTask<T>(ctx: LevelContext, task: TaskRecord, write: (ops: BatchOp[]) => Promise<T>): Promise<T> {
   const tk = taskHash(task.tenant, task.taskId);
   const tkHex = toHex(tk);
   return ctx.locks.run(`k:${tkHex}`, async () => {
     const recordKey = key(T_TASK, tk);
+    const unfinishedKey = key(T_TASKS_UNFINISHED, tk);
     let old: TaskIndexPosition | undefined = ctx.taskPositions.get(tkHex);
+    // Not cached and no task record: a hidden task's entry may still be there (its position fell out of the cache).
+    let maybeHidden = false;
     if (!old && !task.created) {
       const raw = pointRead(ctx, recordKey);
       old = raw === undefined ? undefined : decodeOrCorrupt("task", recordKey, () => decodeTask(raw));
+      maybeHidden = old === undefined;
     }
-    const taskIdBytes = encodeUtf8(task.taskId);
+    const terminal = terminalTaskStates.has(task.state);
+    const visibleOld = old?.hidden ? undefined : old;
+    // A task once visible stays visible: a hidden write of it is stored like any other.
+    const hidden = task.hidden === true && visibleOld === undefined;
     const ops: BatchOp[] = [];
-    if (old) {
-      ops.push({ type: "del", key: key(T_TASKS_BY_TENANT, tenantHash(old.tenant), inv(old.updatedAt), taskIdBytes) });
+    if (hidden) {
+      ops.push(
+        terminal ? { type: "del", key: unfinishedKey } : { type: "put", key: unfinishedKey, value: encodeTask(task) },
+      );
+    } else {
+      const taskIdBytes = encodeUtf8(task.taskId);
+      if (visibleOld) {
+        ops.push({
+          type: "del",
+          key: key(T_TASKS_BY_TENANT, tenantHash(visibleOld.tenant), inv(visibleOld.updatedAt), taskIdBytes),
+        });
+        ops.push({
+          type: "del",
+          key: key(
+            T_TASKS_BY_CONTEXT,
+            threadHash(visibleOld.tenant, visibleOld.contextId),
+            inv(visibleOld.updatedAt),
+            taskIdBytes,
+          ),
+        });
+      }
+      const th = threadHash(task.tenant, task.contextId);
+      ops.push({ type: "put", key: recordKey, value: encodeTask(task) });
       ops.push({
-        type: "del",
-        key: key(T_TASKS_BY_CONTEXT, threadHash(old.tenant, old.contextId), inv(old.updatedAt), taskIdBytes),
+        type: "put",
+        key: key(T_TASKS_BY_TENANT, tenantHash(task.tenant), inv(task.updatedAt), taskIdBytes),
+        value: key(u32(task.state), th),
       });
-      ops.push({ type: "del", key: key(T_TASKS_UNFINISHED, tk) });
+      ops.push({
+        type: "put",
+        key: key(T_TASKS_BY_CONTEXT, th, inv(task.updatedAt), taskIdBytes),
+        value: u32(task.state),
+      });
+      // A put replaces an earlier entry (hidden or not); only a task that ends needs its entry deleted.
+      if (!terminal) ops.push({ type: "put", key: unfinishedKey, value: EMPTY });
+      else if (old || maybeHidden) ops.push({ type: "del", key: unfinishedKey });
     }
-    const th = threadHash(task.tenant, task.contextId);
-    ops.push({ type: "put", key: recordKey, value: encodeTask(task) });
-    ops.push({
-      type: "put",
-      key: key(T_TASKS_BY_TENANT, tenantHash(task.tenant), inv(task.updatedAt), taskIdBytes),
-      value: key(u32(task.state), th),
-    });
-    ops.push({
-      type: "put",
-      key: key(T_TASKS_BY_CONTEXT, th, inv(task.updatedAt), taskIdBytes),
-      value: u32(task.state),
-    });
-    if (!terminalTaskStates.has(task.state)) ops.push({ type: "put", key: key(T_TASKS_UNFINISHED, tk), value: EMPTY });
     let written: T;
     try {
       written = await write(ops);
@@ -63,7 +93,15 @@ export function withTask<T>(ctx: LevelContext, task: TaskRecord, write: (ops: Ba
       ctx.taskPositions.delete(tkHex);
       throw error;
     }
-    rememberTask(ctx, tkHex, { tenant: task.tenant, contextId: task.contextId, updatedAt: task.updatedAt });
+    if (hidden && terminal) ctx.taskPositions.delete(tkHex);
+    else {
+      rememberTask(ctx, tkHex, {
+        tenant: task.tenant,
+        contextId: task.contextId,
+        updatedAt: task.updatedAt,
+        ...(hidden ? { hidden } : {}),
+      });
+    }
     return written;
   });
 }
@@ -137,9 +175,16 @@ export async function listTasks(ctx: LevelContext, tenant: string, query: ListTa
 export async function listUnfinishedTasks(ctx: LevelContext): Promise<TaskRecord[]> {
   const snapshot = ctx.db.snapshot();
   try {
-    const keys = await ctx.db.keys({ gte: T_TASKS_UNFINISHED, lt: prefixEnd(T_TASKS_UNFINISHED), snapshot }).all();
-    const recordKeys = keys.map((k) => key(T_TASK, k.subarray(T_TASKS_UNFINISHED.length)));
+    const entries = await ctx.db
+      .iterator({ gte: T_TASKS_UNFINISHED, lt: prefixEnd(T_TASKS_UNFINISHED), snapshot })
+      .all();
     const tasks: TaskRecord[] = [];
+    const recordKeys: Uint8Array[] = [];
+    for (const [k, v] of entries) {
+      // A hidden task's entry carries its record; a visible task's entry is empty and points at its record.
+      if (v.length > 0) tasks.push({ ...decodeOrCorrupt("hidden task", k, () => decodeTask(v)), hidden: true });
+      else recordKeys.push(key(T_TASK, k.subarray(T_TASKS_UNFINISHED.length)));
+    }
     for (let i = 0; i < recordKeys.length; i += PURGE_CHUNK) {
       const chunk = recordKeys.slice(i, i + PURGE_CHUNK);
       const raws = await ctx.db.getMany(chunk, { snapshot });

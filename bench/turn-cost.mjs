@@ -1,0 +1,197 @@
+// What one turn costs, counted rather than timed: LevelDB batches, records and bytes per send, and (under
+// callgrind) instructions per send, for N sequential sends in one process.
+//
+//   node bench/turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
+//                            [--path=bridge|inproc] [--stream] [--reuse]
+//
+// Measured: `TURN_COST_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no node bench/turn-cost.mjs ...`
+// (the "Collected" count over --sends is instructions per send, LevelDB's threads included).
+// --root runs another checkout's built packages (its dist/ and node_modules), so two builds are compared with
+// the same script. --path=bridge posts JSON-RPC to the embedded bridge over loopback HTTP (client and server in
+// this process); inproc calls the A2A service through the in-process transport. --reuse sends every message to
+// one context. The counts cover the measured sends only (after --warm sends).
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, "").split("=");
+    return [k, v ?? "true"];
+  }),
+);
+const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
+const sends = Number(args.sends ?? 2000);
+const warm = Number(args.warm ?? 200);
+const reply = args.reply ?? "auto";
+const path = args.path ?? "bridge";
+const streaming = args.stream === "true";
+const reuse = args.reuse === "true";
+
+const load = (p) => import(pathToFileURL(join(root, p)).href);
+const require = createRequire(join(root, "package.json"));
+const { ClassicLevel } = require("classic-level");
+
+const counts = { batches: 0, ops: 0, puts: 0, dels: 0, bytes: 0, reads: 0 };
+let counting = false;
+const batch = ClassicLevel.prototype.batch;
+ClassicLevel.prototype.batch = function (ops, ...rest) {
+  if (counting && Array.isArray(ops)) {
+    counts.batches++;
+    for (const op of ops) {
+      counts.ops++;
+      if (op.type === "put") {
+        counts.puts++;
+        counts.bytes += op.key.length + op.value.length;
+      } else {
+        counts.dels++;
+        counts.bytes += op.key.length;
+      }
+    }
+  }
+  return batch.call(this, ops, ...rest);
+};
+const getSync = ClassicLevel.prototype.getSync;
+if (getSync) {
+  ClassicLevel.prototype.getSync = function (...a) {
+    if (counting) counts.reads++;
+    return getSync.apply(this, a);
+  };
+}
+const get = ClassicLevel.prototype.get;
+ClassicLevel.prototype.get = function (...a) {
+  if (counting) counts.reads++;
+  return get.apply(this, a);
+};
+
+const { createParley, loadConfig } = await load("packages/server/dist/index.js");
+const dataDir = mkdtempSync(join(tmpdir(), "parley-turn-cost-"));
+const config = loadConfig({
+  argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+  env: { PARLEY_RATE_LIMIT: "0", PARLEY_ECHO_REPLY: reply, PARLEY_ECHO_INPUT: "text" },
+});
+const parley = await createParley(config);
+const { address } = await parley.listen();
+
+let send;
+let close = async () => {};
+const reused = randomUUID();
+const messageOf = () => ({
+  messageId: randomUUID(),
+  role: "ROLE_USER",
+  parts: [{ text: "x".repeat(100) }],
+  ...(reuse ? { contextId: reused } : {}),
+});
+if (path === "bridge") {
+  const { createBridge, createBridgeLogger } = await load("apps/bridge/dist/index.js");
+  const bridge = await createBridge({
+    upstream: parley.inProcessTransport(),
+    cards: parley,
+    host: "127.0.0.1",
+    port: 0,
+    grpcAddress: address,
+    logger: createBridgeLogger("warn"),
+  });
+  // Valgrind's pauses (switching instrumentation on) must not look like an idle keep-alive connection.
+  bridge.server.keepAliveTimeout = 600_000;
+  const port = bridge.server.address().port;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  send = () =>
+    new Promise((done, fail) => {
+      const body = JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: streaming ? "SendStreamingMessage" : "SendMessage",
+        params: { message: messageOf() },
+      });
+      const req = http.request(
+        {
+          host: "127.0.0.1",
+          port,
+          path: "/",
+          method: "POST",
+          agent,
+          headers: {
+            "content-type": "application/json",
+            "a2a-version": "1.0",
+            "content-length": Buffer.byteLength(body),
+          },
+        },
+        (res) => {
+          const chunks = [];
+          res.on("data", (c) => chunks.push(c));
+          res.on("end", () => {
+            const text = Buffer.concat(chunks).toString();
+            if (res.statusCode !== 200 || text.includes('"error"'))
+              fail(new Error(`${res.statusCode} ${text.slice(0, 300)}`));
+            else done(text);
+          });
+        },
+      );
+      req.on("error", fail);
+      req.end(body);
+    });
+  close = async () => {
+    agent.destroy();
+    await bridge.close?.();
+  };
+} else {
+  const { createClient } = require("@connectrpc/connect");
+  const { A2AService, SendMessageRequestSchema } = await load("proto/dist/index.js");
+  const { fromJson } = require("@bufbuild/protobuf");
+  const client = createClient(A2AService, parley.inProcessTransport());
+  send = async () => {
+    const request = fromJson(SendMessageRequestSchema, { message: messageOf() });
+    if (streaming) {
+      for await (const _ of client.sendStreamingMessage(request));
+    } else {
+      await client.sendMessage(request);
+    }
+  };
+}
+
+// Under `valgrind --tool=callgrind --instr-atstart=no`, TURN_COST_CALLGRIND=1 switches instrumentation on for the
+// measured sends only, so the instruction count is theirs (startup and warm-up run uninstrumented, and fast).
+const callgrind = async (onOff) => {
+  if (process.env.TURN_COST_CALLGRIND !== "1") return;
+  const { execFile } = await import("node:child_process");
+  await new Promise((done, fail) =>
+    execFile("callgrind_control", ["-i", onOff, String(process.pid)], (error) => (error ? fail(error) : done())),
+  );
+};
+for (let i = 0; i < warm; i++) await send();
+await callgrind("on");
+counting = true;
+const cpu0 = process.cpuUsage();
+for (let i = 0; i < sends; i++) await send();
+const cpu = process.cpuUsage(cpu0);
+counting = false;
+await callgrind("off");
+// Let the last turn's event-log flush land before the figures are read.
+await new Promise((r) => setTimeout(r, 50));
+const per = (n) => (n / sends).toFixed(2);
+console.log(
+  JSON.stringify({
+    root,
+    path,
+    reply,
+    streaming,
+    reuse,
+    sends,
+    batchesPerSend: per(counts.batches),
+    recordsPerSend: per(counts.ops),
+    putsPerSend: per(counts.puts),
+    delsPerSend: per(counts.dels),
+    bytesPerSend: per(counts.bytes),
+    readsPerSend: per(counts.reads),
+    cpuUsPerSend: ((cpu.user + cpu.system) / sends).toFixed(0),
+  }),
+);
+await close();
+await parley.close();
+rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);
