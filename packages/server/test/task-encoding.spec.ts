@@ -1,8 +1,9 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
-import { MessageSchema, Role, TaskSchema, TaskState } from "@parley/proto";
+import { MessageSchema, Role, StreamResponseSchema, TaskSchema, TaskState } from "@parley/proto";
 import { describe, expect, it } from "vitest";
-import { encodeMessage, encodeTask } from "../src/engine/task-encoding.js";
+import { encodeEvent, encodeMessage, encodeTask } from "../src/engine/task-encoding.js";
+import { statusEvent, streamEvent, taskSnapshot } from "../src/engine/task-model.js";
 
 const message = (text: string, role: Role) =>
   create(MessageSchema, {
@@ -39,5 +40,24 @@ describe("task encoding", () => {
     const m = message("once", Role.USER);
     expect(encodeMessage(m)).toBe(encodeMessage(m));
     expect(fromBinary(MessageSchema, encodeMessage(m))).toEqual(m);
+  });
+
+  it("encodes a task snapshot event as toBinary does, sharing the history's messages and nothing else", () => {
+    const task = create(TaskSchema, {
+      id: "task",
+      contextId: "ctx",
+      status: { state: TaskState.WORKING, timestamp: timestampNow() },
+      history: [message("first", Role.USER), message("second", Role.AGENT)],
+    });
+    const snapshot = taskSnapshot(task);
+    expect(snapshot.history[0]).toBe(task.history[0]);
+    task.history.push(message("later", Role.USER));
+    task.status!.state = TaskState.COMPLETED;
+    expect(snapshot.history).toHaveLength(2);
+    expect(snapshot.status?.state).toBe(TaskState.WORKING);
+    const event = streamEvent({ case: "task", value: snapshot });
+    const decoded = fromBinary(StreamResponseSchema, encodeEvent(event));
+    expect(equals(StreamResponseSchema, decoded, event)).toBe(true);
+    expect(encodeEvent(statusEvent(task))).toEqual(toBinary(StreamResponseSchema, statusEvent(task)));
   });
 });

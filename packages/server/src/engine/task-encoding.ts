@@ -1,9 +1,18 @@
 import { toBinary } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { type Message, MessageSchema, type Task, TaskSchema } from "@parley/proto";
+import {
+  type Message,
+  MessageSchema,
+  type StreamResponse,
+  StreamResponseSchema,
+  type Task,
+  TaskSchema,
+} from "@parley/proto";
 
 /** Task.history's field number in lf.a2a.v1.Task. */
 const TASK_HISTORY_FIELD = 5;
+/** StreamResponse.task's field number in lf.a2a.v1.StreamResponse. */
+const STREAM_TASK_FIELD = 1;
 
 /**
  * The binary encoding of each message object, made once. A task is rewritten
@@ -41,4 +50,18 @@ export function encodeTask(task: Task): Uint8Array {
   const writer = new BinaryWriter().raw(head);
   for (const message of history) writer.tag(TASK_HISTORY_FIELD, WireType.LengthDelimited).bytes(encodeMessage(message));
   return writer.finish();
+}
+
+/**
+ * Encodes a published task event for the event log. A task snapshot (a
+ * run's first event) shares its history's message objects with the run's
+ * task (see taskSnapshot), so their encodings are the ones made when the
+ * task was stored: only the snapshot's head is encoded here.
+ */
+export function encodeEvent(event: StreamResponse): Uint8Array {
+  if (event.payload.case !== "task") return toBinary(StreamResponseSchema, event);
+  return new BinaryWriter()
+    .tag(STREAM_TASK_FIELD, WireType.LengthDelimited)
+    .bytes(encodeTask(event.payload.value))
+    .finish();
 }

@@ -12,6 +12,7 @@ import {
   type StreamResponse,
   StreamResponseSchema,
   type Task,
+  TaskSchema,
   TaskState,
   TaskStatusSchema,
 } from "@parley/proto";
@@ -87,6 +88,24 @@ export function agentMessage(task: Task, text: string): Message {
 
 export function streamEvent(payload: MessageInitShape<typeof StreamResponseSchema>["payload"]): StreamResponse {
   return create(StreamResponseSchema, { payload });
+}
+
+/**
+ * A copy of the task for its snapshot event. The history's messages are
+ * shared, not copied: a message is never changed once it joined a history
+ * (task-encoding.ts relies on the same), so the copy is safe from the run's
+ * later changes, and encoding it reuses the messages' stored encodings.
+ */
+export function taskSnapshot(task: Task): Task {
+  const history = task.history;
+  task.history = [];
+  try {
+    const copy = clone(TaskSchema, task);
+    copy.history = history.slice();
+    return copy;
+  } finally {
+    task.history = history;
+  }
 }
 
 /** The status update event of the task's current status (set with setStatus first). */

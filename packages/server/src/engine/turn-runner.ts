@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ArtifactSchema,
@@ -8,7 +8,6 @@ import {
   MessageSchema,
   type PartSchema,
   Role,
-  TaskSchema,
   TaskState,
   TaskStatusSchema,
 } from "@parley/proto";
@@ -30,6 +29,7 @@ import {
   statusEvent,
   streamEvent,
   taskRecord,
+  taskSnapshot,
 } from "./task-model.js";
 import { RunStop, type TaskRun } from "./task-run.js";
 
@@ -77,7 +77,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   const start = (asWorking: boolean) => {
     if (!started) {
       started = true;
-      run.publish(streamEvent({ case: "task", value: clone(TaskSchema, task) }));
+      run.publish(streamEvent({ case: "task", value: taskSnapshot(task) }));
     }
     if (asWorking && !working) {
       working = true;

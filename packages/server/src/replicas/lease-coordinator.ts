@@ -21,6 +21,7 @@ import {
 } from "@parley/store";
 import type { Logger } from "pino";
 import type { ReplicaCoordinator } from "../engine/replica-coordinator.js";
+import { encodeEvent } from "../engine/task-encoding.js";
 import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "../engine/task-model.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { contextBusy } from "../errors.js";
@@ -235,7 +236,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     // A Message that ends a run nobody was shown: no one can subscribe to its task, which is not kept.
     if (!run.visible && event.payload.case === "message") return;
     const final = endsRun(event);
-    state.queue.push({ seq: state.seqBase + run.events.length, payload: toBinary(StreamResponseSchema, event), final });
+    state.queue.push({ seq: state.seqBase + run.events.length, payload: encodeEvent(event), final });
     // A flush in flight takes everything queued meanwhile. Otherwise events gather for eventBatchMs, so a
     // streaming agent costs a write per window, not per chunk; the run's last event goes at once.
     if (state.flushing) return;
@@ -250,6 +251,9 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   }
 
   private async flush(run: TaskRun, state: RunState): Promise<void> {
+    // The first append waits for the end of the tick: the events an agent publishes in one go (a snapshot,
+    // then chunks without I/O between them) share one batch instead of the first going alone.
+    await new Promise<void>((resolve) => setImmediate(resolve));
     try {
       while (state.queue.length > 0 && !state.lost) {
         // Everything queued while the previous batch was in flight goes in one transaction.
