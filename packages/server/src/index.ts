@@ -40,7 +40,7 @@ export type { Caller } from "./engine/caller.js";
 export { Engine, type EngineOptions, type SendOptions, type SendOutcome } from "./engine/engine.js";
 export { formatHistory, type HistoryEntry, messageText } from "./engine/history.js";
 export { hopsOf, parleyMetadataKey } from "./engine/parley-metadata.js";
-export { createLocalCoordinator, type ReplicaCoordinator } from "./engine/replica-coordinator.js";
+export type { ReplicaCoordinator } from "./engine/replica-coordinator.js";
 export { type TaskEventSource, TaskRun } from "./engine/task-run.js";
 export {
   contextBusy,

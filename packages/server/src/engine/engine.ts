@@ -30,7 +30,7 @@ import { formatHistory, type HistoryEntry, messageText } from "./history.js";
 import { readHistory } from "./history-read.js";
 import { encodeInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
-import { createLocalCoordinator, type ReplicaCoordinator } from "./replica-coordinator.js";
+import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
 import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord, withIds } from "./task-model.js";
@@ -54,8 +54,8 @@ export interface EngineOptions {
    * publish path does no extra work. It must only enqueue: it runs inside publish.
    */
   readonly onEvent?: (source: TaskEventSource, event: StreamResponse) => void;
-  /** What replicas sharing the backend add (leases, fenced writes, the shared event log); one process by default. */
-  readonly coordinator?: ReplicaCoordinator;
+  /** Leases, fenced writes and the task event log (LeaseCoordinator, on either backend). */
+  readonly coordinator: ReplicaCoordinator;
   /** Runs each turn (agent run and reply append) inside `work`: the tracing span of the turn. */
   readonly wrapTurn?: (run: TaskRun, agent: string, work: () => Promise<void>) => Promise<void>;
   /** The ingress check of agent-to-agent chains (loops, hop limit, budget). */
@@ -117,7 +117,7 @@ export class Engine {
     this.agents = options.agents;
     this.config = options.config;
     this.logger = options.logger;
-    this.coordinator = options.coordinator ?? createLocalCoordinator();
+    this.coordinator = options.coordinator;
     const onEvent = options.onEvent;
     const listener = onEvent
       ? (source: TaskEventSource, event: StreamResponse) => {
@@ -158,14 +158,8 @@ export class Engine {
       // message must find it, FAILED. It is made visible first, so the paths below find its record.
       const { hidden, ...record } = listed;
       if (hidden) await this.store.putTask(record);
-      if (this.coordinator.failInterrupted) {
-        // Under the context's lease, so the task's event log gets its final event after what it logged.
-        await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
-        continue;
-      }
-      const task = fromBinary(TaskSchema, record.payload);
-      setStatus(task, TaskState.FAILED, why);
-      await this.store.putTask(taskRecord(record.tenant, task));
+      // Under the context's lease, so the task's event log gets its final event after what it logged.
+      await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
     }
     if (failed > 0) this.logger.warn({ failed }, "marked tasks interrupted by the last shutdown as FAILED");
     return failed;
@@ -410,9 +404,8 @@ export class Engine {
       if (ended) return ended;
     }
     setStatus(task, TaskState.CANCELED, "canceled on request");
-    // With an event log, its final event ends the streams that follow the waiting task.
-    if (this.coordinator.endWaiting) await fromStore(this.coordinator.endWaiting(tenant, task));
-    else await fromStore(this.store.putTask(taskRecord(tenant, task)));
+    // The log's final event ends the streams that follow the waiting task.
+    await fromStore(this.coordinator.endWaiting(tenant, task));
     this.listener?.({ tenant, contextId: task.contextId, taskId }, statusEvent(task));
     return task;
   }

@@ -7,7 +7,8 @@ import type { TaskRun } from "./task-run.js";
  * always keeps its own in-process busy guard and run table; a coordinator
  * makes those decisions hold across processes (context leases, fenced writes,
  * a shared event log, cancels of runs on other replicas). The engine calls
- * it at fixed points of a run and never asks which kind it has.
+ * it at fixed points of a run and never asks which kind it has. The shipped
+ * one is LeaseCoordinator, on both backends (LevelDB's leases are in-process).
  */
 export interface ReplicaCoordinator {
   /**
@@ -35,32 +36,14 @@ export interface ReplicaCoordinator {
    */
   cancelRemote(tenant: string, task: Task): Promise<Task | undefined>;
   /**
-   * With an event log: ends a task cut off by this process's last stop (FAILED) and appends that end
-   * after the events it logged. Unset: the engine only rewrites the task record.
+   * Ends a task cut off by this process's last stop (FAILED) and appends that end after the events it
+   * logged.
    */
-  readonly failInterrupted?: (tenant: string, contextId: string, taskId: string, why: string) => Promise<void>;
+  failInterrupted(tenant: string, contextId: string, taskId: string, why: string): Promise<void>;
   /**
-   * With an event log: records the end of a waiting task (a cancel) and appends it as the log's final
-   * event, which ends the streams following the task. Unset: the engine only rewrites the task record.
+   * Records the end of a waiting task (a cancel) and appends it as the log's final event, which ends the
+   * streams following the task.
    */
-  readonly endWaiting?: (tenant: string, task: Task) => Promise<void>;
+  endWaiting(tenant: string, task: Task): Promise<void>;
   close(): Promise<void>;
-}
-
-/**
- * The coordinator of a single process (LevelDB): the engine's own busy guard
- * is the whole truth, writes need no fence and no other process can run a task.
- */
-export function createLocalCoordinator(): ReplicaCoordinator {
-  const done = Promise.resolve();
-  return {
-    ownsUnfinishedTasks: true,
-    acquire: () => done,
-    writeOptions: () => undefined,
-    onPublish: undefined,
-    finish: () => done,
-    release: () => done,
-    cancelRemote: () => Promise.resolve(undefined),
-    close: () => done,
-  };
 }
