@@ -112,7 +112,7 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       const headers = upstreamHeaders(req, version, agent);
       if (spec.streaming) {
         const resume = resumePointOf(input, headerValue(req, "last-event-id"));
-        if (resume) headers.set(wire.resumeAfter, String(resume.afterSeq));
+        if (resume) headers[wire.resumeAfter] = String(resume.afterSeq);
         const events = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<UpstreamStream>);
         await sse.write(res, {
           upstream: events,

@@ -32,7 +32,7 @@ export interface MethodSpec {
     transport: Transport,
     input: Message,
     signal: AbortSignal,
-    headers: Headers,
+    headers: Record<string, string>,
   ): Promise<Message> | Promise<UpstreamStream>;
   render(output: Message): JsonValue;
 }
@@ -51,7 +51,7 @@ async function callUnary(
   transport: Transport,
   input: Message,
   signal: AbortSignal,
-  headers: Headers,
+  headers: Record<string, string>,
 ) {
   const response = await transport.unary(method, signal, undefined, headers, input);
   return response.message;
@@ -67,7 +67,7 @@ async function callStream(
   transport: Transport,
   input: Message,
   signal: AbortSignal,
-  headers: Headers,
+  headers: Record<string, string>,
 ): Promise<UpstreamStream> {
   const response = await transport.stream(method, signal, undefined, headers, once(input));
   return { header: response.header, events: response.message };

@@ -9,17 +9,25 @@ export function headerValue(req: IncomingMessage, name: string): string | undefi
   return Array.isArray(value) ? value.join(",") : value;
 }
 
-/** The headers an upstream call carries: the negotiated version, the caller's credentials and extensions, the agent. */
-export function upstreamHeaders(req: IncomingMessage, version: ProtocolVersion, agent: string | undefined): Headers {
-  const headers = new Headers({ [wire.a2aVersion]: version });
+/**
+ * The headers an upstream call carries: the negotiated version, the caller's credentials and extensions, the agent.
+ * A plain record, not a Headers: the transport builds the call's own Headers from it (in process as over the
+ * network), so a second one per call would only be copied and dropped.
+ */
+export function upstreamHeaders(
+  req: IncomingMessage,
+  version: ProtocolVersion,
+  agent: string | undefined,
+): Record<string, string> {
+  const headers: Record<string, string> = { [wire.a2aVersion]: version };
   const authorization = headerValue(req, "authorization");
-  if (authorization) headers.set("authorization", authorization);
+  if (authorization) headers.authorization = authorization;
   const extensions = headerValue(req, wire.a2aExtensions) ?? headerValue(req, wire.a2aExtensionsV03);
-  if (extensions) headers.set(wire.a2aExtensions, extensions);
-  if (agent !== undefined) headers.set(wire.agent, agent);
+  if (extensions) headers[wire.a2aExtensions] = extensions;
+  if (agent !== undefined) headers[wire.agent] = agent;
   // The request id the HTTP front assigned, so the server's line for the upstream call carries the same one.
   const requestId = headerValue(req, wire.requestId);
-  if (requestId) headers.set(wire.requestId, requestId);
+  if (requestId) headers[wire.requestId] = requestId;
   // The current span (the bridge's JSON-RPC span) becomes the parent of the server's RPC span.
   return injectTraceHeaders(headers);
 }
