@@ -2,7 +2,7 @@
 // callgrind) instructions per send, for N sequential sends in one process.
 //
 //   node bench/turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
-//                            [--path=bridge|inproc] [--stream] [--reuse]
+//                            [--path=bridge|inproc] [--stream] [--reuse] [--blocks=K]
 //
 // Measured: `TURN_COST_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no node bench/turn-cost.mjs ...`
 // (the "Collected" count over --sends is instructions per send, LevelDB's threads included).
@@ -167,7 +167,16 @@ for (let i = 0; i < warm; i++) await send();
 await callgrind("on");
 counting = true;
 const cpu0 = process.cpuUsage();
-for (let i = 0; i < sends; i++) await send();
+// --blocks=K splits the measured sends into K blocks and prints each block's CPU per send as the store fills.
+const blocks = Number(args.blocks ?? 1);
+const growth = [];
+for (let b = 0; b < blocks; b++) {
+  const start = process.cpuUsage();
+  const n = Math.floor(sends / blocks);
+  for (let i = 0; i < n; i++) await send();
+  const used = process.cpuUsage(start);
+  growth.push(Math.round((used.user + used.system) / n));
+}
 const cpu = process.cpuUsage(cpu0);
 counting = false;
 await callgrind("off");
@@ -189,6 +198,7 @@ console.log(
     bytesPerSend: per(counts.bytes),
     readsPerSend: per(counts.reads),
     cpuUsPerSend: ((cpu.user + cpu.system) / sends).toFixed(0),
+    ...(blocks > 1 ? { cpuUsPerSendByBlock: growth } : {}),
   }),
 );
 await close();
