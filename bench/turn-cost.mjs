@@ -4,7 +4,7 @@
 //   node bench/turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
 //                            [--path=bridge|inproc] [--stream] [--reuse] [--blocks=K]
 //
-// Measured: `TURN_COST_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no node bench/turn-cost.mjs ...`
+// Measured: `BENCH_TURN_COST_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no node bench/turn-cost.mjs ...`
 // (the "Collected" count over --sends is instructions per send, LevelDB's threads included).
 // --root runs another checkout's built packages (its dist/ and node_modules), so two builds are compared with
 // the same script. --path=bridge posts JSON-RPC to the embedded bridge over loopback HTTP (client and server in
@@ -154,10 +154,10 @@ if (path === "bridge") {
   };
 }
 
-// Under `valgrind --tool=callgrind --instr-atstart=no`, TURN_COST_CALLGRIND=1 switches instrumentation on for the
+// Under `valgrind --tool=callgrind --instr-atstart=no`, BENCH_TURN_COST_CALLGRIND=1 switches instrumentation on for the
 // measured sends only, so the instruction count is theirs (startup and warm-up run uninstrumented, and fast).
 const callgrind = async (onOff) => {
-  if (process.env.TURN_COST_CALLGRIND !== "1") return;
+  if (process.env.BENCH_TURN_COST_CALLGRIND !== "1") return;
   const { execFile } = await import("node:child_process");
   await new Promise((done, fail) =>
     execFile("callgrind_control", ["-i", onOff, String(process.pid)], (error) => (error ? fail(error) : done())),
