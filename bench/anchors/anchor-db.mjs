@@ -46,11 +46,19 @@ async function openSqlite() {
   };
 }
 
+// pg-pool's end() resolves before its clients' sockets close, and the database is dropped right after: a pool
+// without an error listener would then crash the anchor on the cut connection.
+function anchorPool(url) {
+  const pool = new pg.Pool({ connectionString: url, max: 10 });
+  pool.on("error", () => {});
+  return pool;
+}
+
 async function openPostgres() {
   const database = await createBenchDatabase("parley_anchor", { synchronousCommit: "off" });
   await migrate(database.url);
   const db = new Kysely({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 10 }) }),
+    dialect: new PostgresDialect({ pool: anchorPool(database.url) }),
   });
   return {
     db,

@@ -77,9 +77,15 @@ serveControl({
       const inputs = [];
       for (let i = 0; i < n; i++) {
         const user = (done + i) % 2 === 0;
-        inputs.push({ messageId: randomUUID(), provenance: user ? "user" : "agent", payload: payloads[user ? 0 : 1] });
+        inputs.push({
+          messageId: randomUUID(),
+          provenance: user ? "user" : "agent",
+          payload: payloads[user ? 0 : 1],
+          createdAt: Date.now(),
+        });
       }
-      await store.importMessages(key, inputs);
+      // The store's public import (one atomic batch per call); later batches go after the thread's own messages.
+      await store.importThread(key, { messages: inputs, tasks: [], mode: "append" });
       done += n;
     }
     return { ms: performance.now() - started };
@@ -98,10 +104,15 @@ serveControl({
           const contextId = randomUUID();
           const taskId = randomUUID();
           const key = { tenant: openModeTenant, contextId };
-          await store.importMessages(key, [
-            { messageId: randomUUID(), provenance: "user", taskId, payload: messages[0] },
-            { messageId: randomUUID(), provenance: "agent", taskId, payload: messages[1] },
-          ]);
+          const createdAt = Date.now();
+          await store.importThread(key, {
+            messages: [
+              { messageId: randomUUID(), provenance: "user", taskId, payload: messages[0], createdAt },
+              { messageId: randomUUID(), provenance: "agent", taskId, payload: messages[1], createdAt },
+            ],
+            tasks: [],
+            mode: "empty",
+          });
           const payload = toBinary(
             TaskSchema,
             create(TaskSchema, { id: taskId, contextId, status: { state: TaskState.COMPLETED } }),

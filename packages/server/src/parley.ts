@@ -122,7 +122,12 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
     sync: config.durability === "synced",
     timeoutMs: config.scaleOut.dbTimeoutMs,
-    onError: (err) => logger.warn({ err }, "PostgreSQL connection trouble; reconnecting"),
+    // node-postgres hangs the whole client (its config and statements) on the error: log what went wrong only.
+    onError: (err) =>
+      logger.warn(
+        { err: { message: err.message, code: (err as { code?: string }).code } },
+        "PostgreSQL connection trouble; reconnecting",
+      ),
     // One clock for stored times and retention, so a test that moves it sees threads age.
     ...(options.now ? { now: options.now } : {}),
   });

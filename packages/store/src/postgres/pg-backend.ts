@@ -55,8 +55,13 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
     // Named so operators (and tests) can tell a replica's connections apart in pg_stat_activity.
     application_name: poolApplicationName,
   });
+  let closing: Promise<void> | undefined;
   // An idle pooled client that loses its connection emits here; without a listener it would crash the process.
-  pool.on("error", (error) => options.onError?.(error));
+  // Once closing, pool.end() has resolved before its clients' sockets are gone, so a connection cut then (the
+  // database dropped or restarted right after a stop) is no trouble worth reporting.
+  pool.on("error", (error) => {
+    if (!closing) options.onError?.(error);
+  });
   try {
     await pool.query("SELECT 1");
   } catch (cause) {
@@ -82,7 +87,6 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
   });
   const leases = createPgLeases({ pool, listener, holder, ...(options.onError ? { onError: options.onError } : {}) });
   const events = createPgEventLog({ pool, listener, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
-  let closing: Promise<void> | undefined;
   const retention = createPgRetention({
     pool,
     open: (name) => {
