@@ -6,7 +6,6 @@ import {
   ErrorInfoSchema,
   isTerminalState,
   parleyErrorDomain,
-  type Task,
   TaskState,
   type ErrorReason as WireErrorReason,
 } from "@parley/proto";
@@ -109,10 +108,9 @@ export function terminalTask(taskId: string, state: TaskState, instead: string):
 }
 
 /** SubscribeToTask follows a task that has not ended; a finished one is refused. */
-export function requireSubscribable(task: Task): void {
-  const state = task.status?.state ?? TaskState.UNSPECIFIED;
+export function requireSubscribable(taskId: string, state: TaskState): void {
   if (isTerminalState(state)) {
-    throw terminalTask(task.id, state, "; subscribe only works on tasks that are not finished");
+    throw terminalTask(taskId, state, "; subscribe only works on tasks that are not finished");
   }
 }
 

@@ -406,6 +406,14 @@ export interface AppendEventsResult {
   readonly released: boolean;
 }
 
+/** See TaskEventLog.latestRun. */
+export interface LatestRun {
+  /** The seq of the log's last final event, 0 when it has none. */
+  readonly start: number;
+  /** Whether the log's last event is final. */
+  readonly ended: boolean;
+}
+
 export interface TaskEventLog {
   /**
    * Appends events with consecutive seqs following the last stored one. Fails
@@ -422,6 +430,12 @@ export interface TaskEventLog {
   read(tenant: string, taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]>;
   /** The highest stored seq, 0 when there is none. */
   lastSeq(tenant: string, taskId: string): Promise<number>;
+  /**
+   * Where the task's latest run starts, without reading its events: `start` is the seq of the last final event
+   * (0 when there is none) and `ended` whether the log ends with it (the latest run is over). A subscriber needs
+   * only this to know where to begin; reading the log for it made every SubscribeToTask copy the whole log.
+   */
+  latestRun(tenant: string, taskId: string): Promise<LatestRun>;
   /** Replays events after `afterSeq`, then follows new ones until a final event or the signal aborts. */
   subscribe(tenant: string, taskId: string, afterSeq: number, signal: AbortSignal): AsyncIterable<TaskEvent>;
   /** Drops the logs of tasks whose last event is final and older than `olderThanMs`; returns how many. */

@@ -145,6 +145,27 @@ export function replicaContract(name: string, factory: (options: { now?: () => n
         expect(await events.lastSeq("acme", "t1")).toBe(1);
       });
 
+      it("says where the latest run starts (its last final event) and whether it ended, across runs and batches", async () => {
+        const { leases, events } = await open();
+        const fence = (await leases.tryAcquire(key, "t1", 30_000))!;
+        const latest = () => events.latestRun("acme", "t1");
+        expect(await latest()).toEqual({ start: 0, ended: false });
+        await events.append("acme", "t1", [event(1), event(2)], fence);
+        expect(await latest()).toEqual({ start: 0, ended: false });
+        await events.append("acme", "t1", [event(3, true)], fence);
+        expect(await latest()).toEqual({ start: 3, ended: true });
+        // A follow-up turn (the run ended waiting for input): while it runs, the latest run still starts after 3.
+        await events.append("acme", "t1", [event(4)], fence);
+        expect(await latest()).toEqual({ start: 3, ended: false });
+        // A final event inside a batch (a group commit carrying the end of one run and the start of the next).
+        await events.append("acme", "t1", [event(5, true), event(6), event(7)], fence);
+        expect(await latest()).toEqual({ start: 5, ended: false });
+        await events.append("acme", "t1", [event(8), event(9, true)], fence);
+        expect(await latest()).toEqual({ start: 9, ended: true });
+        expect(await events.latestRun("other", "t1")).toEqual({ start: 0, ended: false });
+        expect(await events.latestRun("acme", "t2")).toEqual({ start: 0, ended: false });
+      });
+
       it("frees the lease with a run's last batch where it can, never on a refused batch or a stale fence", async () => {
         const backend = await open();
         const { leases, events } = backend;

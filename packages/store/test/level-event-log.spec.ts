@@ -1,3 +1,4 @@
+import { ClassicLevel } from "classic-level";
 import { describe, expect, it } from "vitest";
 import { createStore, type StoreBackend, type TaskEvent, type ThreadKey } from "../src/index.js";
 import { manualClock, tempDir, text } from "./helpers.js";
@@ -78,6 +79,46 @@ describe("LevelDB task event log", () => {
       expect(await backend.events.lastSeq("acme", "running")).toBe(1);
     } finally {
       await backend.close();
+    }
+  });
+  it("says where the latest run starts from the log's head, also for a head written before it kept that (version 1)", async () => {
+    const dir = await tempDir();
+    const first = await createStore({ url: dir });
+    await append(first, "open", [event(1), event(2, true)]);
+    await append(first, "open", [event(3)]);
+    await append(first, "ended", [event(1), event(2, true)]);
+    expect(await first.events.latestRun("acme", "open")).toEqual({ start: 2, ended: false });
+    expect(await first.events.latestRun("acme", "ended")).toEqual({ start: 2, ended: true });
+    await first.close();
+
+    // Rewrite both heads the way the previous version wrote them: [1, lastSeq u64, ended u64], no runStart.
+    const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+    let rewritten = 0;
+    for await (const [k, v] of db.iterator()) {
+      if (v.length === 25 && v[0] === 2) {
+        const old = Uint8Array.from(v.subarray(0, 17));
+        old[0] = 1;
+        await db.put(k, old);
+        rewritten++;
+      }
+    }
+    await db.close();
+    expect(rewritten).toBe(2);
+
+    const second = await createStore({ url: dir });
+    try {
+      // The open run's start is read from its events; the ended run's is its last event.
+      expect(await second.events.latestRun("acme", "open")).toEqual({ start: 2, ended: false });
+      expect(await second.events.latestRun("acme", "ended")).toEqual({ start: 2, ended: true });
+      // The next batches write the new head: the open run keeps its start until its final event.
+      await append(second, "open", [event(4)]);
+      await append(second, "ended", [event(3)]);
+      expect(await second.events.latestRun("acme", "open")).toEqual({ start: 2, ended: false });
+      expect(await second.events.latestRun("acme", "ended")).toEqual({ start: 2, ended: false });
+      await append(second, "open", [event(5, true)]);
+      expect(await second.events.latestRun("acme", "open")).toEqual({ start: 5, ended: true });
+    } finally {
+      await second.close();
     }
   });
 });

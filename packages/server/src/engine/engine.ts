@@ -373,6 +373,24 @@ export class Engine {
     await Promise.all(writes);
   }
 
+  /**
+   * A task's state without copying or decoding the task: a live run's from memory, a stored task's from its
+   * record's state field (the payload, history and artifacts, is not decoded). What SubscribeToTask checks
+   * before it decides whether it needs the task itself; undefined when there is no such task.
+   */
+  async taskState(tenant: string, taskId: string): Promise<TaskState | undefined> {
+    const live = this.liveRun(tenant, taskId);
+    if (live) {
+      // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
+      // subscriber sees its end in the event log even when the agent answers with a Message.
+      live.visible = true;
+      return live.task.status?.state ?? TaskState.UNSPECIFIED;
+    }
+    if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
+    const record = await fromStore(this.store.getTask(tenant, taskId));
+    return record ? (record.state as TaskState) : undefined;
+  }
+
   async getTask(tenant: string, taskId: string): Promise<Task | undefined> {
     const live = this.liveRun(tenant, taskId);
     if (live) {

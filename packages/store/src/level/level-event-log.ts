@@ -35,23 +35,35 @@ const FOLLOW_READ_EVENTS = 64;
 //    record found holds event n + 1. A streamed reply becomes a few records, not one per chunk.
 // f: ended tk -> length-prefixed (tenant, taskId): logs by the time their last run ended, oldest first; the ids
 //    are there for whoever inspects the database, the sweep needs only the key.
-// g: tk -> [version, lastSeq u64, ended u64 (0 while a run is open)]: the head of a task's log.
+// g: tk -> [version 2, lastSeq u64, ended u64 (0 while a run is open), runStart u64]: the head of a task's log;
+//    runStart is the seq of its last final event, so a subscriber finds where the latest run starts without
+//    reading the log. Version 1 heads (no runStart) are still read; the next final event rewrites them.
 
 interface Head {
   readonly lastSeq: number;
   /** When the log's last run ended (its last event is final); 0 while a run is open. */
   readonly ended: number;
+  /** The seq of the log's last final event (0: none); undefined in a version 1 head while its run is open. */
+  readonly runStart: number | undefined;
 }
 
+const HEAD_VERSION = 2;
+
 function encodeHead(head: Head): Uint8Array {
-  return key(Uint8Array.of(RECORD_VERSION), u64(head.lastSeq), u64(head.ended));
+  if (head.runStart === undefined) return key(Uint8Array.of(RECORD_VERSION), u64(head.lastSeq), u64(head.ended));
+  return key(Uint8Array.of(HEAD_VERSION), u64(head.lastSeq), u64(head.ended), u64(head.runStart));
 }
 
 function decodeHead(k: Uint8Array, v: Uint8Array): Head {
   return decodeOrCorrupt("task event log head", k, () => {
     const r = new ByteReader(v);
-    if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
-    const head = { lastSeq: r.u64(), ended: r.u64() };
+    const version = r.u8();
+    if (version !== RECORD_VERSION && version !== HEAD_VERSION) throw new RangeError("unknown record version");
+    const lastSeq = r.u64();
+    const ended = r.u64();
+    // A version 1 head whose run has ended still says where the next one starts: after its last event.
+    const runStart = version === HEAD_VERSION ? r.u64() : ended !== 0 ? lastSeq : undefined;
+    const head: Head = { lastSeq, ended, runStart };
     r.end();
     return head;
   });
@@ -86,6 +98,12 @@ function decodeBatch(k: Uint8Array, v: Uint8Array, afterSeq = 0, limit = Number.
     r.end();
     return events;
   });
+}
+
+/** The seq of the last final event of a batch, undefined when none is. */
+function lastFinalSeq(events: readonly TaskEvent[]): number | undefined {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i]!.final) return events[i]!.seq;
+  return undefined;
 }
 
 interface Waiters {
@@ -160,6 +178,21 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     }
     return events;
   };
+  /** Where the latest run starts, read from the events: only for logs whose head predates runStart. */
+  const latestRunByReading = async (tk: Uint8Array): Promise<{ start: number; ended: boolean }> => {
+    let start = 0;
+    let ended = false;
+    let after = 0;
+    for (;;) {
+      const batch = await readAfter(tk, after, FOLLOW_READ_EVENTS);
+      for (const event of batch) {
+        ended = event.final;
+        if (event.final) start = event.seq;
+      }
+      if (batch.length < FOLLOW_READ_EVENTS) return { start, ended };
+      after = batch[batch.length - 1]!.seq;
+    }
+  };
   const waitersOf = (hex: string): Waiters => {
     let w = waiters.get(hex);
     if (!w) {
@@ -189,9 +222,14 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       if (fence.key.tenant !== tenant) throw new RangeError("the fence belongs to another tenant than the task");
       leases.check(fence);
       const hex = toHex(tk);
-      checkEventBatch(taskId, events, headOf(tk, hex)?.lastSeq ?? 0);
+      const before = headOf(tk, hex);
+      checkEventBatch(taskId, events, before?.lastSeq ?? 0);
       const last = events[events.length - 1]!;
-      const head: Head = { lastSeq: last.seq, ended: last.final ? now() : 0 };
+      const head: Head = {
+        lastSeq: last.seq,
+        ended: last.final ? now() : 0,
+        runStart: lastFinalSeq(events) ?? (before ? before.runStart : 0),
+      };
       const ops: LevelBatchOp[] = [];
       // Records of at most RECORD_BYTES (one event at least): a group commit under load can carry a whole long
       // reply, and every read of every follower would load that record whole to take a few of its events.
@@ -226,6 +264,15 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       open("read");
       checkAfterSeq(afterSeq);
       return readAfter(taskKey(tenant, taskId), afterSeq, limit);
+    },
+    async latestRun(tenant, taskId) {
+      open("latestRun");
+      const tk = taskKey(tenant, taskId);
+      const head = headOf(tk, toHex(tk));
+      if (!head) return { start: 0, ended: false };
+      if (head.runStart !== undefined) return { start: head.runStart, ended: head.ended !== 0 };
+      // A version 1 head of an open run: its start is found once by reading the log, then kept in the head.
+      return latestRunByReading(tk);
     },
     async lastSeq(tenant, taskId) {
       open("lastSeq");

@@ -80,7 +80,7 @@ async function purgeTasks(ctx: LevelContext, th: Uint8Array, tenant: string, hoo
       const head = await ctx.db.get(headKey);
       if (head !== undefined) {
         ops.push({ type: "del", key: headKey });
-        // [version u8, lastSeq u64, ended u64]: the sweep index entry of the log's last run end.
+        // [version u8, lastSeq u64, ended u64, (version 2) runStart u64]: ended keys the sweep index entry of the last run end.
         const ended = head.length >= 17 ? readU64(head, 9) : 0;
         if (ended > 0) ops.push({ type: "del", key: key(T_EVENTS_ENDED, u64(ended), tk) });
       }

@@ -85,6 +85,15 @@ const LAST_SEQ = {
   text: "SELECT coalesce(max(seq), 0) AS last FROM parley_task_events WHERE task_key = $1",
 };
 
+// Two backward index scans of the primary key (task_key, seq) that stop at their first row: the last event, and
+// the last final event (only the current run's rows are passed over to find it). No payload is read.
+const LATEST_RUN = {
+  name: "parley_events_latest_run",
+  text: `SELECT
+      (SELECT final FROM parley_task_events WHERE task_key = $1 ORDER BY seq DESC LIMIT 1) AS ended,
+      (SELECT seq FROM parley_task_events WHERE task_key = $1 AND final ORDER BY seq DESC LIMIT 1) AS start`,
+};
+
 const APPEND = { name: "parley_events_append", text: appendSql(false) };
 // The run's last batch also frees its lease (as ContextLeases.release does), in the same commit as its final event.
 const APPEND_AND_RELEASE = { name: "parley_events_append_release", text: appendSql(true) };
@@ -183,6 +192,16 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       checkAfterSeq(afterSeq);
       checkLimit("limit", limit);
       return read(taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId)), afterSeq, limit);
+    },
+
+    async latestRun(tenant, taskId) {
+      open("latestRun");
+      const { rows } = await pool.query<{ ended: boolean | null; start: string | null }>({
+        ...LATEST_RUN,
+        values: [taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId))],
+      });
+      const row = rows[0]!;
+      return { start: row.start === null ? 0 : Number(row.start), ended: row.ended === true };
     },
 
     async lastSeq(tenant, taskId) {
