@@ -160,6 +160,14 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     return head;
   };
   const readAfter = async (tk: Uint8Array, afterSeq: number, limit: number): Promise<TaskEvent[]> => {
+    // The head says where the log ends, so no read goes past it: LevelDB positions an iterator on the first key
+    // at or after its target and reads that key's data block, and past the log's end that block can hold the
+    // next table's multi-megabyte value (a task record, a reply), read anew and allocated natively by every
+    // read of every follower (the key after a task's events is its head, which shares blocks with other
+    // tables). A follower that has caught up reads nothing; a read takes at most as many records as there
+    // are events left, so the iterator stops on the log's last record instead of stepping past it.
+    const lastSeq = headOf(tk, toHex(tk))?.lastSeq ?? 0;
+    if (afterSeq >= lastSeq) return [];
     const prefix = key(T_EVENT, tk);
     const events: TaskEvent[] = [];
     let from = afterSeq;
@@ -167,7 +175,8 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     // so a follower that asks for 64 events of a long finished log does not load the rest of it with them
     // (a record limit of `limit` did, for every read of every slow follower, and its RSS grew by gigabytes).
     while (events.length < limit) {
-      const records = Math.min(limit - events.length, READ_RECORDS);
+      if (from >= lastSeq) break;
+      const records = Math.min(limit - events.length, READ_RECORDS, lastSeq - from);
       const entries = await keyspace.range(key(prefix, u64(from + 1)), prefixEnd(prefix), { limit: records });
       for (const [k, v] of entries) {
         if (events.length < limit) events.push(...decodeBatch(k, v, from, limit - events.length));
