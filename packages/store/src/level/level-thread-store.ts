@@ -17,6 +17,7 @@ import { createLevelContext, type LevelContext, pointRead } from "./level-contex
 import type { Db } from "./level-keys.js";
 import type { LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
+import { createReadGate, poolSize } from "./level-read-gate.js";
 import { finishPendingRetention, type LevelRetentionHooks, purgeIdleThreads } from "./level-retention.js";
 import { taskJobs } from "./level-tasks.js";
 import { finishPendingPurges, threadDeletes } from "./level-thread-deletes.js";
@@ -89,6 +90,7 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
 
 function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string; release(): void }): LevelThreadStore {
   const inFlight = new Set<Promise<unknown>>();
+  const rangeGate = createReadGate(poolSize());
   let closing: Promise<void> | undefined;
 
   /** Tracks the operation so close() can wait for it; refuses new work once closing. */
@@ -116,9 +118,12 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
   const keyspace: LevelKeyspace = {
     path: claim.realPath,
     write: (ops) => op("write", () => ctx.write(ops)),
+    // Through the read gate: no iterator is opened before the pool can run it (see level-read-gate.ts).
     range: (gte, lt, options = {}) =>
       op("range", () =>
-        ctx.db.iterator({ gte, lt, reverse: options.reverse ?? false, limit: options.limit ?? -1 }).all(),
+        rangeGate.run(() =>
+          ctx.db.iterator({ gte, lt, reverse: options.reverse ?? false, limit: options.limit ?? -1 }).all(),
+        ),
       ),
     get: (k) => {
       if (closing) throw new StoreError("CLOSED", `read called after the store at ${claim.realPath} was closed`);
