@@ -1,35 +1,15 @@
 // Threads as data through real servers and the real CLI: lossless export and import (LevelDB -> PostgreSQL ->
 // LevelDB, byte-identical apart from the export time), idempotent re-import, explicit legacy log import, whole
 // tenants, refusals with line numbers, --append and the busy guard.
-import { randomBytes } from "node:crypto";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fromJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Role } from "@parley/proto";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { createParleyClient } from "../src/index.js";
 import { type CliResult, runCli, startServer, type TestServer, tempDir } from "./harness.js";
-
-const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
-const databases: string[] = [];
-
-/** A fresh database on the local cluster for one server of this file (dropped at the end). */
-async function createDatabase(): Promise<string> {
-  const name = `parley_i21_export_${randomBytes(5).toString("hex")}`;
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(`CREATE DATABASE ${name}`);
-  } finally {
-    await client.end();
-  }
-  databases.push(name);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
 
 const home = tempDir("parley-transfer-");
 const file = (name: string) => join(home.path, name);
@@ -38,6 +18,8 @@ let postgresB: TestServer;
 let levelC: TestServer;
 let slow: TestServer;
 let pgUrl: string;
+/** The PostgreSQL database of the server in the middle of the round trip (dropped at the end). */
+let database: TestDatabase;
 
 function parley(server: TestServer, args: string[]): Promise<CliResult> {
   return runCli(["--server", server.baseUrl, "--protocol", "grpc", ...args], {
@@ -61,7 +43,8 @@ beforeAll(async () => {
   writeFileSync(file("none.json"), "{}");
   writeFileSync(file("legacy.jsonl"), `${legacyLog}\n`);
   levelA = await startServer({ PARLEY_ECHO_INPUT: "framed" });
-  pgUrl = await createDatabase();
+  database = await createTestDatabase();
+  pgUrl = database.url;
   postgresB = await startServer({ PARLEY_STORE_URL: pgUrl });
   levelC = await startServer();
   slow = await startServer({ PARLEY_ECHO_DELAY_MS: "2000" });
@@ -69,10 +52,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const s of [levelA, postgresB, levelC, slow]) await s?.close();
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  for (const name of databases) await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  await client.end();
+  await database?.drop();
   home.remove();
 });
 

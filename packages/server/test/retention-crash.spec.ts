@@ -1,7 +1,6 @@
 // A retention pass cut by SIGKILL in the middle: the real server process on LevelDB is killed while it deletes
 // hundreds of idle threads; what the killed process left is consistent (no thread listed or readable with parts
 // missing), and the restarted server finishes the deletion, keeping the active threads whole.
-import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,6 +10,7 @@ import { createStore, type StoreBackend } from "@parley/store";
 import { Level } from "level";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 
 const day = 86_400_000;
@@ -199,15 +199,10 @@ describe("retention across a crash", () => {
 });
 
 // PostgreSQL: each thread is deleted in one transaction, so a kill can only roll one back whole.
-const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 /** Fewer than on LevelDB: every write is a transaction, and filling is most of the test's time. */
 const pgIdleThreads = 220;
-const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
-const dbUrl = (() => {
-  const u = new URL(adminUrl);
-  u.pathname = `/${dbName}`;
-  return u.toString();
-})();
+let database: TestDatabase;
+let dbUrl: string;
 
 /** The same checks in SQL: threads whole, nothing of a deleted thread or task left anywhere. */
 async function inspectPg() {
@@ -240,21 +235,12 @@ async function inspectPg() {
 describe("retention across a crash on PostgreSQL", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-retention-crash-pg-"));
   beforeAll(async () => {
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect().catch((cause: Error) => {
-      throw new Error(
-        `PostgreSQL is unreachable at ${adminUrl} (${cause.message}); start it, or set PARLEY_TEST_PG_URL`,
-      );
-    });
-    await admin.query(`CREATE DATABASE ${dbName}`);
-    await admin.end();
+    database = await createTestDatabase();
+    dbUrl = database.url;
   });
   afterAll(async () => {
     rmSync(dataDir, { recursive: true, force: true });
-    const admin = new pg.Client({ connectionString: adminUrl });
-    await admin.connect();
-    await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-    await admin.end();
+    await database?.drop();
   });
 
   it("a SIGKILL in the middle of a large purge rolls back at most one thread, and the restarted server finishes it", async () => {

@@ -2,33 +2,21 @@
 // go with their tasks, push configs and event logs; active threads and a tenant whose policy is off stay.
 import { randomBytes } from "node:crypto";
 import { Code } from "@connectrpc/connect";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { failure, sendRequest, startTestServer, type TestServer } from "./harness.js";
 
 const day = 86_400_000;
-const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
-const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
-const dbUrl = (() => {
-  const u = new URL(adminUrl);
-  u.pathname = `/${dbName}`;
-  return u.toString();
-})();
+let database: TestDatabase;
+let dbUrl: string;
 
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect().catch((cause: Error) => {
-    throw new Error(`PostgreSQL is unreachable at ${adminUrl} (${cause.message}); start it, or set PARLEY_TEST_PG_URL`);
-  });
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
+  database = await createTestDatabase();
+  dbUrl = database.url;
 });
 
 afterAll(async () => {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
+  await database?.drop();
 });
 
 const alpha = { authorization: "Bearer key-alpha", "a2a-version": "1.0" };

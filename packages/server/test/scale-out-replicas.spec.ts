@@ -1,25 +1,20 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { ConnectError } from "@connectrpc/connect";
 import { type StreamResponse, TaskState } from "@parley/proto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { createReplicaSet, type Replica } from "./fixtures/replica-set.js";
 import { sendRequest, streamedText } from "./harness.js";
 
 // Real replicas: separate `node dist/main.js` processes on loopback sharing one PostgreSQL database.
 // The local cluster `npm test`'s pretest step starts, unless PARLEY_TEST_PG_URL names another.
-const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
-const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
-const dbUrl = (() => {
-  const u = new URL(adminUrl);
-  u.pathname = `/${dbName}`;
-  return u.toString();
-})();
+let database: TestDatabase;
 const leaseTtlMs = 1500;
 
 const replicaSet = createReplicaSet({ PARLEY_LEASE_TTL_MS: String(leaseTtlMs), PARLEY_ECHO_DELAY_MS: "120" });
 const { replicas } = replicaSet;
-const startReplica = () => replicaSet.start(dbUrl);
+const startReplica = () => replicaSet.start(database.url);
 
 async function kill(replica: Replica): Promise<void> {
   replica.child.kill("SIGKILL");
@@ -41,12 +36,7 @@ async function sendWhenFree(replica: Replica, contextId: string, text: string) {
 }
 
 beforeAll(async () => {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect().catch((cause: Error) => {
-    throw new Error(`PostgreSQL is unreachable at ${adminUrl} (${cause.message}); start it, or set PARLEY_TEST_PG_URL`);
-  });
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
+  database = await createTestDatabase();
   // The first replica migrates alone so the other two start on a ready schema.
   await startReplica();
   await Promise.all([startReplica(), startReplica()]);
@@ -54,10 +44,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await replicaSet.stopAll();
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await admin.end();
+  await database?.drop();
 });
 
 describe("three replicas on one PostgreSQL database", () => {
@@ -242,7 +229,7 @@ describe("three replicas on one PostgreSQL database", () => {
     const following = (async () => {
       for await (const event of observer.client.subscribeToTask({ id: taskId })) events.push(event);
     })();
-    const admin = new pg.Client({ connectionString: dbUrl });
+    const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     let terminated = 0;
     try {
@@ -250,7 +237,7 @@ describe("three replicas on one PostgreSQL database", () => {
         await new Promise((resolve) => setTimeout(resolve, 200));
         const { rowCount } = await admin.query(
           "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND application_name = 'parley-listener'",
-          [dbName],
+          [database.name],
         );
         terminated += rowCount ?? 0;
       }

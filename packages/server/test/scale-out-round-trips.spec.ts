@@ -1,27 +1,23 @@
-import { randomBytes, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { type PgWireCounter, startPgWireCounter, type WireCounts } from "./fixtures/pg-wire-counter.js";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 import { sendRequest } from "./harness.js";
 
 // What one turn costs PostgreSQL, counted on the wire: a real parley-server process whose store URL points at a
 // relay that reads the protocol (fixtures/pg-wire-counter.ts). Counts are deterministic, so the budget is asserted.
-const adminUrl = process.env.PARLEY_TEST_PG_URL || "postgres://postgres@127.0.0.1:5432/postgres";
-const dbName = `parley_t_${randomBytes(6).toString("hex")}`;
-const dbUrl = (() => {
-  const u = new URL(adminUrl);
-  u.pathname = `/${dbName}`;
-  return u.toString();
-})();
 
 /** Issue 16: at most 6 round trips to PostgreSQL per turn, with leases, fencing and the event log kept. */
 const roundTripBudget = 6;
 
+let database: TestDatabase;
 let counter: PgWireCounter;
+/** A client of the test's database, for the checks that read it directly. */
 let admin: pg.Client;
 /** A LISTENer of its own on the replicas' channels: counts the NOTIFYs sent, whatever the number of replicas. */
 let watcher: pg.Client;
@@ -89,12 +85,8 @@ async function countTurn(server: SpawnedServer, contextId: string, label: string
 }
 
 beforeAll(async () => {
-  admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect().catch((cause: Error) => {
-    throw new Error(`PostgreSQL is unreachable at ${adminUrl} (${cause.message}); start it, or set PARLEY_TEST_PG_URL`);
-  });
-  await admin.query(`CREATE DATABASE ${dbName}`);
-  await admin.end();
+  database = await createTestDatabase();
+  const dbUrl = database.url;
   admin = new pg.Client({ connectionString: dbUrl });
   await admin.connect();
   counter = await startPgWireCounter(dbUrl);
@@ -121,10 +113,7 @@ afterAll(async () => {
   await counter?.close();
   await admin?.end();
   await watcher?.end();
-  const drop = new pg.Client({ connectionString: adminUrl });
-  await drop.connect();
-  await drop.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
-  await drop.end();
+  await database?.drop();
   console.log(`PostgreSQL per turn (counted on the wire):\n${report.join("\n")}`);
 });
 

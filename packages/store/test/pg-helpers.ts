@@ -11,8 +11,16 @@ export function adminUrl(): string {
   return process.env.PARLEY_TEST_PG_URL || defaultUrl;
 }
 
-/** Creates a fresh database for one test file; `drop` removes it, closing whatever still uses it. */
-export async function createTestDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/** A database of one test file's own. */
+export interface TestDatabase {
+  readonly name: string;
+  readonly url: string;
+  /** Removes it, closing whatever still uses it. */
+  drop(): Promise<void>;
+}
+
+/** Creates a fresh database for one test file (used by the server, bridge and client tests too). */
+export async function createTestDatabase(): Promise<TestDatabase> {
   const admin = adminUrl();
   const name = `parley_t_${randomBytes(6).toString("hex")}`;
   const client = new pg.Client({ connectionString: admin });
@@ -32,6 +40,7 @@ export async function createTestDatabase(): Promise<{ url: string; drop: () => P
   const url = new URL(admin);
   url.pathname = `/${name}`;
   return {
+    name,
     url: url.toString(),
     async drop() {
       const c = new pg.Client({ connectionString: admin });
