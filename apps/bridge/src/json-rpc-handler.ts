@@ -93,7 +93,7 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
     let method = "";
     try {
       const wrongType = contentTypeError(headerValue(req, "content-type"));
-      const body = await readBody(req, limits.maxBodyBytes);
+      const body = readBody(req, limits.maxBodyBytes);
       if (wrongType) {
         // Refused before any other check; the body is only read for the id, which JSON-RPC asks to answer with.
         id = salvageIdOf(body, limits.maxJsonDepth);

@@ -14,57 +14,16 @@ export interface JsonRpcEnvelope {
 }
 
 /**
- * The body, up to `maxBytes`; a longer one is refused with 413. On the bridge's
- * port the body reader (@parley/server's createBodyReader) has read it already,
- * and thrown away the rest of a long one, so the 413 reaches the client on a
- * connection that can stay open. A request that did not pass that reader is
- * read here, with plain 'data'/'end' listeners (an async iterator over the
- * request builds a stream adapter, an end-of-stream watcher and their promises
- * per request: about 2% of an embedded send's CPU in the profile); more than
- * `maxBytes` is refused before it is buffered, and its connection closed.
+ * The body, up to `maxBytes`; a longer one is refused with 413. The bridge's
+ * port reads every body before routing (@parley/server's createBodyReader,
+ * in bridge.ts), and throws away the rest of a long one, so the 413 reaches
+ * the client on a connection that can stay open.
  */
-export function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, maxBytes: number): Buffer {
   const read = readBodyOf(req);
-  if (read) {
-    if (!read.tooLarge && read.bytes.length <= maxBytes) return Promise.resolve(read.bytes);
-    return Promise.reject(tooLarge(maxBytes, declaredLength(req) ?? read.receivedBytes, false));
-  }
-  const declared = declaredLength(req);
-  if (declared !== undefined && declared > maxBytes) return Promise.reject(tooLarge(maxBytes, declared));
-  return new Promise<Buffer>((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = (error?: unknown) => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", done);
-      req.off("close", onClose);
-      if (error !== undefined) reject(error);
-      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        // Stop reading so a huge body cannot fill memory; the socket is dropped after the 413 is sent.
-        req.pause();
-        done(tooLarge(maxBytes));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => done();
-    // A request whose connection closed before its end will never end: fail it as the iterator did.
-    const onClose = () =>
-      done(Object.assign(new Error("the request was aborted before its body ended"), { code: "ECONNRESET" }));
-    if (req.destroyed) {
-      onClose();
-      return;
-    }
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", done);
-    req.on("close", onClose);
-  });
+  if (!read) throw new Error("the JSON-RPC handler runs behind the bridge's body reader (createBodyReader)");
+  if (!read.tooLarge && read.bytes.length <= maxBytes) return read.bytes;
+  throw tooLarge(maxBytes, declaredLength(req) ?? read.receivedBytes);
 }
 
 function declaredLength(req: IncomingMessage): number | undefined {
@@ -72,16 +31,14 @@ function declaredLength(req: IncomingMessage): number | undefined {
   return req.headers["content-length"] !== undefined && Number.isFinite(declared) ? declared : undefined;
 }
 
-/** The 413, naming the limit; `closeConnection` when the rest of the body was left unread. */
-function tooLarge(maxBytes: number, got?: number, closeConnection = true): JsonRpcError {
-  const size = got === undefined ? "more" : `${got} bytes`;
+/** The 413, naming the limit (the body reader has read, or cut, the rest of the body). */
+function tooLarge(maxBytes: number, got: number): JsonRpcError {
   return new JsonRpcError(
     JsonRpcCode.InvalidRequest,
-    `request body too large: ${size}, the limit is ${maxBytes} bytes per JSON-RPC request body`,
+    `request body too large: ${got} bytes, the limit is ${maxBytes} bytes per JSON-RPC request body`,
     {
       httpStatus: 413,
       data: errorInfoData("LIMIT_EXCEEDED", parleyErrorDomain, { limit: "maxBodyBytes", max: String(maxBytes) }),
-      ...(closeConnection ? { headers: { Connection: "close" } } : {}),
     },
   );
 }
