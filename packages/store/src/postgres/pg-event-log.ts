@@ -4,7 +4,7 @@ import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-chec
 import { fencedError } from "../core/fences.js";
 import { checkId } from "../core/ids.js";
 import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
-import { asBuffer, asBytes, taskKeyOf, threadKeyOf } from "./pg-keys.js";
+import { asBytes, taskKeyOf, threadKeyOf } from "./pg-keys.js";
 import { eventChannel, type PgListener } from "./pg-listener.js";
 import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
 
@@ -43,14 +43,17 @@ const toEvent = (row: EventRow): TaskEvent => ({
 
 // One statement: the fence check (the lease row held FOR SHARE until commit), the insert of the batch when it
 // continues the log, and the wake-up of followers, sent only while the row says a replica follows the context
-// (watched_until, migration 3; the FOR SHARE lock reads the row's latest committed version). $1 thread key, $2 token, $3 task key, $4-$6 the events,
-// $7 the seq the log must end at now, $8 the notification payload.
+// (watched_until, migration 3; the FOR SHARE lock reads the row's latest committed version). $1 thread key,
+// $2 token, $3 task key, $4 the batch's payloads end to end (one binary bytea), $5 and $6 each payload's offset and
+// length in it, $9 the finals, $7 the seq the log must end at now (the batch's seqs follow it, consecutive),
+// $8 the notification payload. One bytea rather than a bytea[]: node-postgres sends arrays as text, so each
+// payload would be hex-escaped by the replica and parsed back by the database.
 function appendSql(release: boolean): string {
   return `WITH ${fenceCte("f", "$1", "$2", "watched_until")},
     ins AS (
       INSERT INTO parley_task_events (task_key, seq, payload, final)
-      SELECT $3, e.seq, e.payload, e.final
-      FROM unnest($4::bigint[], $5::bytea[], $6::boolean[]) AS e(seq, payload, final)
+      SELECT $3, $7::bigint + e.i, substring($4::bytea FROM e.o + 1 FOR e.n), e.final
+      FROM unnest($5::integer[], $6::integer[], $9::boolean[]) WITH ORDINALITY AS e(o, n, final, i)
       WHERE EXISTS (SELECT 1 FROM f)
         AND (SELECT coalesce(max(seq), 0) FROM parley_task_events WHERE task_key = $3) = $7
       RETURNING seq),
@@ -97,6 +100,28 @@ const LATEST_RUN = {
 const APPEND = { name: "parley_events_append", text: appendSql(false) };
 // The run's last batch also frees its lease (as ContextLeases.release does), in the same commit as its final event.
 const APPEND_AND_RELEASE = { name: "parley_events_append_release", text: appendSql(true) };
+
+/** A batch's payloads as one buffer with each payload's offset and length, and its finals. */
+function packEvents(events: readonly TaskEvent[]): {
+  blob: Buffer;
+  offsets: number[];
+  lengths: number[];
+  finals: boolean[];
+} {
+  const offsets: number[] = [];
+  const lengths: number[] = [];
+  const finals: boolean[] = [];
+  let size = 0;
+  for (const e of events) {
+    offsets.push(size);
+    lengths.push(e.payload.byteLength);
+    finals.push(e.final);
+    size += e.payload.byteLength;
+  }
+  const blob = Buffer.allocUnsafe(size);
+  for (let i = 0; i < events.length; i++) blob.set(events[i]!.payload, offsets[i]);
+  return { blob, offsets, lengths, finals };
+}
 
 /**
  * Task event logs in one table. An append inserts the events, checks the
@@ -156,6 +181,7 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       const first = events[0]!.seq;
       const last = events[events.length - 1]!.seq;
       const endsRun = appendOptions?.endsRun === true;
+      const packed = packEvents(events);
       let rows: { fenced: boolean; inserted: string; released: boolean }[];
       try {
         ({ rows } = await pool.query({
@@ -164,11 +190,12 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
             threadKeyOf(fence.key.tenant, fence.key.contextId),
             fence.token,
             taskKey,
-            events.map((e) => e.seq),
-            events.map((e) => asBuffer(e.payload)),
-            events.map((e) => e.final),
+            packed.blob,
+            packed.offsets,
+            packed.lengths,
             first - 1,
             `${taskKey.toString("hex")}:${last}`,
+            packed.finals,
           ],
         }));
       } catch (error) {

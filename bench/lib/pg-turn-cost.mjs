@@ -1,0 +1,203 @@
+// What one turn costs in PostgreSQL mode, counted rather than timed: statements, parameter bytes, bytes on the
+// wire each way and replica CPU per send, for N sends in one process (bridge over loopback HTTP, as
+// bench/turn-cost.mjs does for LevelDB), plus the CPU the database's processes spent.
+//
+//   node bench/lib/pg-turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message] [--reuse]
+//                                   [--inflight=N]
+//
+// Under `valgrind --tool=callgrind --instr-atstart=no` with BENCH_TURN_COST_CALLGRIND=1 the "Collected" count over
+// --sends is the replica's instructions per send (the database runs outside valgrind). --root measures another
+// checkout's build with the same script. The counting wrapper lives here, never in shipped code.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import http from "node:http";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { createBenchDatabase } from "./pg-database.mjs";
+
+const args = Object.fromEntries(
+  process.argv.slice(2).map((a) => {
+    const [k, v] = a.replace(/^--/, "").split("=");
+    return [k, v ?? "true"];
+  }),
+);
+const root = resolve(args.root ?? new URL("../..", import.meta.url).pathname);
+const sends = Number(args.sends ?? 2000);
+const warm = Number(args.warm ?? 200);
+const reply = args.reply ?? "task";
+const reuse = args.reuse === "true";
+const inflight = Number(args.inflight ?? 1);
+// --store=leveldb runs the same sends on the embedded store: the difference is what the PostgreSQL path costs.
+const onPg = (args.store ?? "postgres") === "postgres";
+
+const load = (p) => import(pathToFileURL(join(root, p)).href);
+const require = createRequire(join(root, "packages/store/package.json"));
+const pg = require("pg");
+
+const counts = { statements: 0, paramBytes: 0, params: 0 };
+const byName = new Map();
+const sockets = new Set();
+let counting = false;
+const query = pg.Client.prototype.query;
+pg.Client.prototype.query = function (config, values, callback) {
+  if (counting) {
+    counts.statements++;
+    const text = typeof config === "string" ? config : (config?.name ?? config?.text ?? "?");
+    const label = text.replace(/\s+/g, " ").slice(0, 60);
+    byName.set(label, (byName.get(label) ?? 0) + 1);
+    const vals = Array.isArray(values) ? values : config?.values;
+    for (const v of vals ?? []) {
+      counts.params++;
+      if (Buffer.isBuffer(v) || v instanceof Uint8Array) counts.paramBytes += v.byteLength;
+      else if (v !== null && v !== undefined) counts.paramBytes += String(v).length;
+    }
+  }
+  const socket = this.connection?.stream;
+  if (socket) sockets.add(socket);
+  return query.call(this, config, values, callback);
+};
+const wire = () => {
+  let read = 0;
+  let written = 0;
+  for (const s of sockets) {
+    read += s.bytesRead;
+    written += s.bytesWritten;
+  }
+  return { read, written };
+};
+
+const database = onPg ? await createBenchDatabase("parley_turn_cost", { synchronousCommit: "off" }) : undefined;
+const { createParley, loadConfig } = await load("packages/server/dist/index.js");
+const dataDir = mkdtempSync(join(tmpdir(), "parley-pg-turn-cost-"));
+const config = loadConfig({
+  argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+  env: {
+    PARLEY_RATE_LIMIT: "0",
+    PARLEY_ECHO_REPLY: reply,
+    PARLEY_ECHO_INPUT: "text",
+    ...(database ? { PARLEY_STORE_URL: database.url } : {}),
+    // No sweep and no renewal among the counted statements: those are not the turn's.
+    PARLEY_SWEEP_MS: "3600000",
+    PARLEY_LEASE_TTL_MS: "3600000",
+  },
+});
+const parley = await createParley(config);
+const { address } = await parley.listen();
+const { createBridge, createBridgeLogger } = await load("apps/bridge/dist/index.js");
+const bridge = await createBridge({
+  upstream: parley.inProcessTransport(),
+  cards: parley,
+  host: "127.0.0.1",
+  port: 0,
+  grpcAddress: address,
+  logger: createBridgeLogger("warn"),
+});
+bridge.server.keepAliveTimeout = 600_000;
+const port = bridge.server.address().port;
+const agent = new http.Agent({ keepAlive: true, maxSockets: inflight });
+const reused = randomUUID();
+const send = () =>
+  new Promise((done, fail) => {
+    const body = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "SendMessage",
+      params: {
+        message: {
+          messageId: randomUUID(),
+          role: "ROLE_USER",
+          parts: [{ text: "x".repeat(100) }],
+          ...(reuse ? { contextId: reused } : {}),
+        },
+      },
+    });
+    const req = http.request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: "/",
+        method: "POST",
+        agent,
+        headers: {
+          "content-type": "application/json",
+          "a2a-version": "1.0",
+          "content-length": Buffer.byteLength(body),
+        },
+      },
+      (res) => {
+        const chunks = [];
+        res.on("data", (c) => chunks.push(c));
+        res.on("end", () => {
+          const text = Buffer.concat(chunks).toString();
+          if (res.statusCode !== 200 || text.includes('"error"'))
+            fail(new Error(`${res.statusCode} ${text.slice(0, 300)}`));
+          else done(text);
+        });
+      },
+    );
+    req.on("error", fail);
+    req.end(body);
+  });
+const run = async (n) => {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: reuse ? 1 : inflight }, async () => {
+      while (next < n) {
+        next++;
+        await send();
+      }
+    }),
+  );
+};
+
+const callgrind = async (onOff) => {
+  if (process.env.BENCH_TURN_COST_CALLGRIND !== "1") return;
+  const { execFile } = await import("node:child_process");
+  await new Promise((done, fail) =>
+    execFile("callgrind_control", ["-i", onOff, String(process.pid)], (error) => (error ? fail(error) : done())),
+  );
+};
+const settle = () => new Promise((r) => setTimeout(r, 100));
+await run(warm);
+await settle();
+await callgrind("on");
+const wire0 = wire();
+await database?.meter.mark();
+counting = true;
+const cpu0 = process.cpuUsage();
+await run(sends);
+const cpu = process.cpuUsage(cpu0);
+// The last turn's event-log flush and lease release land after its reply.
+await settle();
+counting = false;
+const dbMs = (await database?.meter.read()) ?? 0;
+await callgrind("off");
+const wire1 = wire();
+const per = (n) => (n / sends).toFixed(2);
+console.log(
+  JSON.stringify({
+    root,
+    store: onPg ? "postgres" : "leveldb",
+    reply,
+    reuse,
+    inflight,
+    sends,
+    statementsPerSend: per(counts.statements),
+    paramsPerSend: per(counts.params),
+    paramBytesPerSend: per(counts.paramBytes),
+    wireWrittenPerSend: per(wire1.written - wire0.written),
+    wireReadPerSend: per(wire1.read - wire0.read),
+    replicaCpuUsPerSend: ((cpu.user + cpu.system) / sends).toFixed(0),
+    replicaSysUsPerSend: (cpu.system / sends).toFixed(0),
+    dbCpuUsPerSend: ((dbMs * 1000) / sends).toFixed(0),
+    statements: Object.fromEntries([...byName].map(([k, v]) => [k, per(v)])),
+  }),
+);
+agent.destroy();
+await bridge.close?.();
+await parley.close();
+await database?.drop();
+rmSync(dataDir, { recursive: true, force: true });
+process.exit(0);
