@@ -18,9 +18,9 @@ import {
   type WriteOptions,
 } from "../types.js";
 import type { PgContext } from "./pg-context.js";
-import { asBuffer, idBytes, idText, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
-import { MESSAGE_COLUMNS, type MessageRow, type ThreadRow, toMessage, toThreadMeta } from "./pg-rows.js";
-import { TASK_COLUMNS_LIST, taskParams } from "./pg-tasks.js";
+import { asBuffer, idBytes, idText, taskKeyOf, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
+import { MESSAGE_COLUMNS, type MessageRow, toMessage } from "./pg-rows.js";
+import { TASK_COLUMNS_LIST } from "./pg-tasks.js";
 import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
 
 async function findRetry(
@@ -52,15 +52,19 @@ interface AppendVariant {
   readonly task: boolean;
 }
 
-/** One row: fenced?, the thread's counter row after the bump (null when nothing was written), the retry found. */
-interface AppendRow extends Partial<ThreadRow> {
+/**
+ * One row: fenced?, the thread's counter after the bump (null when nothing was written) and, unless the message is
+ * fresh, the retry found. Only what the caller uses is returned: each column costs a field description and a parse.
+ */
+interface AppendRow {
   fenced: boolean;
-  r_seq: string | null;
-  r_message_id: Buffer | null;
-  r_provenance: number | null;
-  r_task_id: Buffer | null;
-  r_payload: Buffer | null;
-  r_created_at: string | null;
+  last_seq: string | null;
+  r_seq?: string | null;
+  r_message_id?: Buffer | null;
+  r_provenance?: number | null;
+  r_task_id?: Buffer | null;
+  r_payload?: Buffer | null;
+  r_created_at?: string | null;
   /** With acquire: the token granted (null: busy), the holder it replaced if that one was never released. */
   l_token?: string | null;
   l_prev_task_id?: Buffer | null;
@@ -70,7 +74,8 @@ interface AppendRow extends Partial<ThreadRow> {
 }
 
 // $1 thread key, $2 message id, $3 digest, $4 tenant key, $5 tenant, $6 context id, $7 now, $8 provenance,
-// $9 task id of the message, $10 payload; the fence token and the task record's columns follow.
+// $9 task id of the message, $10 payload; the fence token and the task record's own columns follow (its tenant,
+// context and keys derived from them are the thread's: checkAppend holds them equal, so they are not sent twice).
 function appendSql(v: AppendVariant): string {
   let next = 11;
   const token = v.fenced ? `$${next++}` : "";
@@ -113,7 +118,7 @@ function appendSql(v: AppendVariant): string {
     ON CONFLICT (thread_key) DO UPDATE SET
       last_seq = t.last_seq + 1, message_count = t.message_count + 1, updated_at = EXCLUDED.updated_at
     WHERE t.tenant = EXCLUDED.tenant AND t.context_id = EXCLUDED.context_id
-    RETURNING t.tenant, t.context_id, t.created_at, t.updated_at, t.message_count, t.last_seq)`);
+    RETURNING t.last_seq)`);
   // No ON CONFLICT here: a retry that commits between this statement's snapshot and its insert makes the
   // whole statement fail (unique violation), which rolls the counter back too.
   ctes.push(`m AS (
@@ -124,16 +129,16 @@ function appendSql(v: AppendVariant): string {
     const p = (i: number) => `$${taskParam + i}`;
     ctes.push(`k AS (
       INSERT INTO parley_tasks (${TASK_COLUMNS_LIST})
-      SELECT ${p(0)}::bytea, ${p(1)}::bytea, ${p(2)}::bytea, ${p(3)}::bytea, ${p(4)}::bytea, ${p(5)}::bytea,
-             ${p(6)}::integer, ${p(7)}::bigint, ${p(8)}::bytea
+      SELECT ${p(0)}::bytea, $4::bytea, $1::bytea, $5::bytea, ${p(1)}::bytea, $6::bytea,
+             ${p(2)}::integer, ${p(3)}::bigint, ${p(4)}::bytea
       WHERE EXISTS (SELECT 1 FROM m)
       ON CONFLICT (task_key) DO UPDATE SET
         thread_key = EXCLUDED.thread_key, context_id = EXCLUDED.context_id, state = EXCLUDED.state,
         updated_at = EXCLUDED.updated_at, payload = EXCLUDED.payload)`);
   }
   const retryColumns = v.fresh
-    ? "NULL::bigint AS r_seq, NULL::bytea AS r_message_id, NULL::smallint AS r_provenance, NULL::bytea AS r_task_id, NULL::bytea AS r_payload, NULL::bigint AS r_created_at"
-    : "r.seq AS r_seq, r.message_id AS r_message_id, r.provenance AS r_provenance, r.task_id AS r_task_id, r.payload AS r_payload, r.created_at AS r_created_at";
+    ? ""
+    : ", r.seq AS r_seq, r.message_id AS r_message_id, r.provenance AS r_provenance, r.task_id AS r_task_id, r.payload AS r_payload, r.created_at AS r_created_at";
   const leaseColumns = v.acquire
     ? `, l.token AS l_token, l.prev_task_id AS l_prev_task_id, l.prev_token AS l_prev_token,
        l.prev_open AS l_prev_open,
@@ -141,7 +146,7 @@ function appendSql(v: AppendVariant): string {
     : "";
   return `WITH ${ctes.join(",\n")}
     SELECT ${v.fenced ? "NOT EXISTS (SELECT 1 FROM f)" : "false"} AS fenced,
-      t.tenant, t.context_id, t.created_at, t.updated_at, t.message_count, t.last_seq, ${retryColumns}${leaseColumns}
+      t.last_seq${retryColumns}${leaseColumns}
     FROM (SELECT 1) AS one LEFT JOIN t ON true ${v.fresh ? "" : "LEFT JOIN r ON true"}
       ${v.acquire ? "LEFT JOIN l ON true" : ""}`;
 }
@@ -203,7 +208,14 @@ export async function append(
   ];
   if (fence) values.push(fence.token);
   if (acquire) values.push(idBytes(acquire.taskId), ctx.leases!.holder, acquire.ttlMs / 1000);
-  if (task) values.push(...taskParams(task));
+  if (task)
+    values.push(
+      taskKeyOf(tenant, task.taskId),
+      idBytes(task.taskId),
+      task.state,
+      task.updatedAt,
+      asBuffer(task.payload),
+    );
   let row: AppendRow;
   try {
     const { rows } = await ctx.pool.query<AppendRow>({ ...appendStatement(variant), values });
@@ -230,12 +242,12 @@ export async function append(
         : grant,
     );
   }
-  if (row.r_seq !== null) {
+  if (row.r_seq !== null && row.r_seq !== undefined) {
     const stored = toMessage({
       seq: row.r_seq,
       message_id: row.r_message_id!,
       provenance: row.r_provenance!,
-      task_id: row.r_task_id,
+      task_id: row.r_task_id ?? null,
       payload: row.r_payload!,
       created_at: row.r_created_at!,
     });
@@ -245,12 +257,13 @@ export async function append(
     }
     return { message: stored, duplicate: true };
   }
+  // The counter's upsert bumps only a row of this conversation (its ON CONFLICT ... WHERE), so no row back means
+  // the key is another conversation's.
   if (row.last_seq === null || row.last_seq === undefined) {
     throw new StoreError("CORRUPT", `thread row of ${JSON.stringify(contextId)} belongs to another conversation`);
   }
-  const meta = toThreadMeta(row as ThreadRow, tenant, contextId);
   const message: StoredMessage = {
-    sequence: meta.lastSequence,
+    sequence: Number(row.last_seq),
     messageId: input.messageId,
     provenance: input.provenance,
     ...(input.taskId === undefined ? {} : { taskId: input.taskId }),
