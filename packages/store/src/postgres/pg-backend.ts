@@ -6,6 +6,7 @@ import { migrate } from "./migrations.js";
 import { createPgEventLog } from "./pg-event-log.js";
 import { createPgLeases } from "./pg-leases.js";
 import { createPgListener, type PgListener } from "./pg-listener.js";
+import { createPgPipeline, type PgPool } from "./pg-pipeline.js";
 import { createPgRetention } from "./pg-retention.js";
 import { createPgThreadStore } from "./pg-thread-store.js";
 
@@ -18,7 +19,10 @@ export interface PostgresBackendOptions {
    * isDatabaseUnavailable recognises. Default 5 000.
    */
   readonly timeoutMs?: number;
-  /** Connections in this replica's pool (the LISTEN connection is extra). */
+  /**
+   * Connections in this replica's pool, for transactions and the readiness probe (the LISTEN connection and the
+   * pipelined connections of single statements are extra).
+   */
   readonly poolSize?: number;
   /** Apply pending migrations on open (true by default). */
   readonly migrate?: boolean;
@@ -39,22 +43,24 @@ export interface PostgresBackend extends ReplicaBackend {
 
 const defaultTimeoutMs = 5_000;
 export const poolApplicationName = "parley";
+/** Pipelined connections for single statements: two, so one statement waiting for a lock holds up only half. */
+const pipelinedConnections = 2;
 
 /** Opens the PostgreSQL backend: pool, schema, listener, store, leases and event log of one replica. */
 export async function createPostgresBackend(options: PostgresBackendOptions): Promise<PostgresBackend> {
   const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
   // Bounded waits: without them a request waits for as long as the database is away (a dropped network
   // gives no error at all). TCP keepalive notices a dead peer on idle connections.
-  const pool = new pg.Pool({
+  const clientConfig: pg.ClientConfig = {
     connectionString: options.url,
-    max: options.poolSize ?? 10,
     connectionTimeoutMillis: timeoutMs,
     query_timeout: timeoutMs,
     statement_timeout: timeoutMs,
     keepAlive: true,
     // Named so operators (and tests) can tell a replica's connections apart in pg_stat_activity.
     application_name: poolApplicationName,
-  });
+  };
+  const pool = new pg.Pool({ ...clientConfig, max: options.poolSize ?? 10 });
   let closing: Promise<void> | undefined;
   // An idle pooled client that loses its connection emits here; without a listener it would crash the process.
   // Once closing, pool.end() has resolved before its clients' sockets are gone, so a connection cut then (the
@@ -74,6 +80,15 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
     await pool.end().catch(() => {});
     throw cause;
   }
+  const pipeline = createPgPipeline({
+    client: clientConfig,
+    connections: pipelinedConnections,
+    onError: (error) => {
+      if (!closing) options.onError?.(error);
+    },
+  });
+  // Single statements go pipelined; a transaction takes a pooled connection of its own.
+  const statements: PgPool = { query: pipeline.query, connect: () => pool.connect() };
   const listener = createPgListener({
     connectionString: options.url,
     timeoutMs,
@@ -81,14 +96,23 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
   });
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(4).toString("hex")}`;
   const store = createPgThreadStore({
-    pool,
+    pool: statements,
     ...(options.now ? { now: options.now } : {}),
     leases: { holder, ready: () => listener.ready() },
   });
-  const leases = createPgLeases({ pool, listener, holder, ...(options.onError ? { onError: options.onError } : {}) });
-  const events = createPgEventLog({ pool, listener, ...(options.pollMs ? { pollMs: options.pollMs } : {}) });
+  const leases = createPgLeases({
+    pool: statements,
+    listener,
+    holder,
+    ...(options.onError ? { onError: options.onError } : {}),
+  });
+  const events = createPgEventLog({
+    pool: statements,
+    listener,
+    ...(options.pollMs ? { pollMs: options.pollMs } : {}),
+  });
   const retention = createPgRetention({
-    pool,
+    pool: statements,
     open: (name) => {
       if (closing) throw new StoreError("CLOSED", `${name} called after the PostgreSQL backend was closed`);
     },
@@ -105,6 +129,7 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
       closing ??= (async () => {
         await Promise.allSettled([events.close(), leases.close(), store.close()]);
         await listener.close();
+        await pipeline.close();
         await pool.end();
       })();
       return closing;

@@ -1,8 +1,8 @@
-import type pg from "pg";
+import type { PgPool } from "./pg-pipeline.js";
 
 /** What every job of the PostgreSQL ThreadStore shares. */
 export interface PgContext {
-  readonly pool: pg.Pool;
+  readonly pool: PgPool;
   /** The clock for createdAt/updatedAt and sweeps (lease expiry uses the database clock). */
   readonly now: () => number;
   /** What an append that takes the lease itself needs (WriteOptions.acquire): absent, appends cannot. */

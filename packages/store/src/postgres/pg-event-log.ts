@@ -1,4 +1,3 @@
-import type pg from "pg";
 import { checkLimit } from "../core/checks.js";
 import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
 import { fencedError } from "../core/fences.js";
@@ -6,10 +5,11 @@ import { checkId } from "../core/ids.js";
 import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
 import { asBytes, taskKeyOf, threadKeyOf } from "./pg-keys.js";
 import { eventChannel, type PgListener } from "./pg-listener.js";
+import type { PgPool } from "./pg-pipeline.js";
 import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
 
 export interface PgEventLogOptions {
-  readonly pool: pg.Pool;
+  readonly pool: PgPool;
   readonly listener: PgListener;
   /** The safety-net poll of a follower that heard nothing; notifications normally wake it first. */
   readonly pollMs?: number;

@@ -1,4 +1,3 @@
-import type pg from "pg";
 import { checkId } from "../core/ids.js";
 import { checkTtl } from "../core/lease-checks.js";
 import {
@@ -11,9 +10,10 @@ import {
 } from "../types.js";
 import { idBytes, idText, threadKeyOf } from "./pg-keys.js";
 import { controlChannel, type PgListener } from "./pg-listener.js";
+import type { PgPool } from "./pg-pipeline.js";
 
 export interface PgLeasesOptions {
-  readonly pool: pg.Pool;
+  readonly pool: PgPool;
   readonly listener: PgListener;
   /** Names this replica in lease rows, for operators reading the table. */
   readonly holder: string;

@@ -10,11 +10,12 @@
  * waits for this commit and then starts a new thread; an append that landed first makes the thread active again,
  * which the locked re-read of the thread row sees.
  */
-import type pg from "pg";
+
 import { toHex } from "../core/bytes.js";
 import { checkLimit, checkTime } from "../core/checks.js";
 import type { RetentionQuery, RetentionResult, ThreadRetention } from "../types.js";
 import { idText, tenantKeyOf } from "./pg-keys.js";
+import type { PgPool } from "./pg-pipeline.js";
 import { transaction } from "./pg-transaction.js";
 
 /** Candidate threads read per query. */
@@ -44,7 +45,7 @@ type Outcome =
   | { readonly kind: "purged"; readonly messages: number; readonly tasks: number }
   | { readonly kind: "kept" | "busy" };
 
-async function purgeOne(pool: pg.Pool, th: Buffer, cutoff: number, query: RetentionQuery): Promise<Outcome> {
+async function purgeOne(pool: PgPool, th: Buffer, cutoff: number, query: RetentionQuery): Promise<Outcome> {
   return transaction(pool, async (client) => {
     const lease = await client.query<{ open: boolean }>(
       "SELECT expires_at > '-infinity'::timestamptz AS open FROM parley_context_leases WHERE thread_key = $1 FOR UPDATE",
@@ -70,7 +71,7 @@ async function purgeOne(pool: pg.Pool, th: Buffer, cutoff: number, query: Retent
   });
 }
 
-export function createPgRetention(options: { readonly pool: pg.Pool; readonly open: (name: string) => void }) {
+export function createPgRetention(options: { readonly pool: PgPool; readonly open: (name: string) => void }) {
   const { pool } = options;
   const retention: ThreadRetention = {
     async purgeIdleThreads(query: RetentionQuery): Promise<RetentionResult> {

@@ -1,8 +1,8 @@
 // The PostgreSQL backend of ThreadStore: each job's module behind one closed-check.
-import type pg from "pg";
 import { bindJobs } from "../core/bind-jobs.js";
 import { type FencedThreadStore, StoreError } from "../types.js";
 import type { PgContext } from "./pg-context.js";
+import type { PgPool } from "./pg-pipeline.js";
 import { pushConfigJobs } from "./pg-push-configs.js";
 import { taskJobs } from "./pg-tasks.js";
 import { threadDeletes } from "./pg-thread-deletes.js";
@@ -11,7 +11,7 @@ import { threadReads } from "./pg-thread-reads.js";
 import { append } from "./pg-thread-writes.js";
 
 export interface PgThreadStoreOptions {
-  readonly pool: pg.Pool;
+  readonly pool: PgPool;
   /** The clock for createdAt/updatedAt and sweeps; Date.now by default (lease expiry uses the database clock). */
   readonly now?: () => number;
   /** Lets appends take the context's lease in the same statement (see PgContext.leases). */

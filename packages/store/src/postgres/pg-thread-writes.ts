@@ -2,7 +2,7 @@
 // the append: the row lock orders appends to one thread and a rolled-back append gives its number back, so
 // sequences stay gapless across any number of replicas. An append is one statement (one round trip, one commit):
 // the fence check, the retry lookup, the counter, the message and the task record are CTEs of it.
-import type pg from "pg";
+
 import { bytesEqual, sha256 } from "../core/bytes.js";
 import { checkAppend, provenanceCodes } from "../core/checks.js";
 import { checkFenceFor, fencedError } from "../core/fences.js";
@@ -19,12 +19,13 @@ import {
 } from "../types.js";
 import type { PgContext } from "./pg-context.js";
 import { asBuffer, idBytes, idText, taskKeyOf, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
+import type { PgPool } from "./pg-pipeline.js";
 import { MESSAGE_COLUMNS, type MessageRow, toMessage } from "./pg-rows.js";
 import { TASK_COLUMNS_LIST } from "./pg-tasks.js";
 import { fenceCte, isUniqueViolation } from "./pg-transaction.js";
 
 async function findRetry(
-  q: pg.Pool,
+  q: PgPool,
   th: Buffer,
   input: AppendInput,
   digest: Buffer,

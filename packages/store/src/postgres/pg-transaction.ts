@@ -4,9 +4,10 @@ import { fencedError } from "../core/fences.js";
 import type { Fence } from "../types.js";
 import { isDatabaseUnavailable } from "./pg-errors.js";
 import { threadKeyOf } from "./pg-keys.js";
+import type { PgPool } from "./pg-pipeline.js";
 
 /** Runs `work` in one transaction on one client: pool.query could run each statement on another connection. */
-export async function transaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function transaction<T>(pool: PgPool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   // A connection that failed, timed out or could not roll back is destroyed, not given back: a statement
   // cut by query_timeout may still be running on it, and the next borrower would queue behind it.
