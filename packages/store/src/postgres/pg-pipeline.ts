@@ -68,7 +68,8 @@ export function createPgPipeline(options: PgPipelineOptions): PgPipeline {
       client.end().catch(() => {});
     });
     client.on("end", () => drop());
-    client.connect().catch((error: Error) => drop(error));
+    // A connection that could not be made fails the statements waiting for it, which report it: not again here.
+    client.connect().catch(() => drop());
     slot.client = client;
     return client;
   }
