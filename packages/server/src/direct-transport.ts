@@ -1,6 +1,8 @@
+import { setMaxListeners } from "node:events";
 import {
   create,
   type DescMessage,
+  type DescMethod,
   type DescMethodStreaming,
   type DescMethodUnary,
   type DescService,
@@ -21,6 +23,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import { createInProcessContext, type InProcessContext } from "./in-process-context.js";
+import { isNetworkOnly } from "./interceptors/network-only.js";
 
 type AnyImpl = (request: unknown, context: HandlerContext) => unknown;
 
@@ -55,33 +58,51 @@ async function* responsesOf<D extends DescMessage>(desc: D, produced: AsyncItera
   }
 }
 
+/** Where a request's deadline travels through the interceptors (they copy requests with spreads, which keep it). */
+const timeoutOf = Symbol("in-process timeout");
+type TimedRequest = (UnaryRequest | StreamRequest) & { [timeoutOf]?: number };
+
+/**
+ * The call's own never-aborting signal, shared, for callers that pass none: a
+ * handler's context listens on it only while it runs, and removes its listener.
+ */
+const neverAborted = new AbortController().signal;
+setMaxListeners(0, neverAborted);
+
 /**
  * A Connect transport that calls the service implementations of this process
  * directly: the same interceptors and handler contexts as over the network,
  * but no serialisation, no framing and no HTTP. The embedded bridge uses it so
  * a JSON-RPC request is parsed once (JSON to protobuf) and its reply encoded
  * once (protobuf to JSON).
+ *
+ * The interceptor chain is built once per transport, not per call, and leaves
+ * out the interceptors marked network-only (decode-error classification: an
+ * in-process request was never decoded from bytes).
  */
 export function createDirectTransport(
   services: DirectServices,
   interceptors: readonly Interceptor[],
   shutdownSignal?: AbortSignal,
 ): Transport {
-  const chain = (next: (req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>) =>
-    interceptors.reduceRight((inner, interceptor) => interceptor(inner), next);
-
-  function implOf(service: DescService, localName: string): AnyImpl {
-    const impl = (services.get(service.typeName)?.impl as Record<string, unknown> | undefined)?.[localName];
+  const impls = new Map<DescMethod, AnyImpl>();
+  function implOf(method: DescMethodUnary | DescMethodStreaming): AnyImpl {
+    const known = impls.get(method);
+    if (known) return known;
+    const service = method.parent;
+    const impl = (services.get(service.typeName)?.impl as Record<string, unknown> | undefined)?.[method.localName];
     if (typeof impl !== "function") {
       throw new ConnectError(
-        `${service.typeName}.${localName} has no implementation on this server`,
+        `${service.typeName}.${method.localName} has no implementation on this server`,
         Code.Unimplemented,
       );
     }
+    impls.set(method, impl as AnyImpl);
     return impl as AnyImpl;
   }
 
-  function contextFor(req: UnaryRequest | StreamRequest, timeoutMs: number | undefined) {
+  function contextFor(req: TimedRequest) {
+    const timeoutMs = req[timeoutOf];
     return createInProcessContext({
       service: req.service,
       method: req.method,
@@ -96,60 +117,80 @@ export function createDirectTransport(
     });
   }
 
+  async function callUnary(req: UnaryRequest): Promise<UnaryResponse> {
+    const impl = implOf(req.method as DescMethodUnary);
+    const ctx = contextFor(req);
+    try {
+      const output = await impl(req.message, ctx);
+      const method = req.method as DescMethodUnary;
+      return {
+        stream: false,
+        service: req.service,
+        method,
+        // Read from the context only when someone asks: most unary callers never look at the response headers.
+        get header() {
+          return ctx.responseHeader;
+        },
+        get trailer() {
+          return ctx.responseTrailer;
+        },
+        message: asMessage(method.output, output),
+      } satisfies UnaryResponse;
+    } finally {
+      // As over the network: the handler's signal fires when the call is over.
+      ctx.abort(callOver);
+    }
+  }
+
+  async function callStream(req: StreamRequest): Promise<StreamResponse> {
+    const method = req.method as DescMethodStreaming;
+    const impl = implOf(method);
+    const ctx = contextFor(req);
+    // Server streaming takes exactly one request message; the implementations here are all server-streaming.
+    let first: unknown;
+    for await (const m of req.message) {
+      first = m;
+      break;
+    }
+    if (first === undefined) throw new ConnectError("the stream carried no request message", Code.InvalidArgument);
+    const produced = impl(first, ctx) as AsyncIterable<unknown>;
+    return {
+      stream: true,
+      service: req.service,
+      method,
+      header: ctx.responseHeader,
+      trailer: ctx.responseTrailer,
+      message: responsesOf(method.output, produced, ctx),
+    } satisfies StreamResponse;
+  }
+
+  const inProcess = interceptors.filter((i) => !isNetworkOnly(i));
+  const run = inProcess.reduceRight<(req: UnaryRequest | StreamRequest) => Promise<UnaryResponse | StreamResponse>>(
+    (inner, interceptor) => interceptor(inner as never) as never,
+    (req) => (req.stream ? callStream(req) : callUnary(req)),
+  );
+
   return {
     async unary(method, signal, timeoutMs, header, input, contextValues) {
-      const impl = implOf(method.parent, method.localName);
-      const run = chain(async (req) => {
-        const ctx = contextFor(req, timeoutMs);
-        try {
-          const output = await impl((req as UnaryRequest).message, ctx);
-          return {
-            stream: false,
-            service: method.parent,
-            method,
-            header: ctx.responseHeader,
-            trailer: ctx.responseTrailer,
-            message: asMessage(method.output, output),
-          } satisfies UnaryResponse;
-        } finally {
-          // As over the network: the handler's signal fires when the call is over.
-          ctx.abort(callOver);
-        }
-      });
-      return (await run({
+      implOf(method);
+      const req: UnaryRequest & { [timeoutOf]?: number } = {
         ...requestOf(method, header, contextValues, signal),
         stream: false,
         message: asMessage(method.input, input),
-      })) as UnaryResponse<never, never>;
+      };
+      if (timeoutMs !== undefined) req[timeoutOf] = timeoutMs;
+      return (await run(req)) as UnaryResponse<never, never>;
     },
 
     async stream(method, signal, timeoutMs, header, input, contextValues) {
-      const impl = implOf(method.parent, method.localName);
-      const run = chain(async (req) => {
-        const ctx = contextFor(req, timeoutMs);
-        const request = req as StreamRequest;
-        // Server streaming takes exactly one request message; the implementations here are all server-streaming.
-        let first: unknown;
-        for await (const m of request.message) {
-          first = m;
-          break;
-        }
-        if (first === undefined) throw new ConnectError("the stream carried no request message", Code.InvalidArgument);
-        const produced = impl(first, ctx) as AsyncIterable<unknown>;
-        return {
-          stream: true,
-          service: method.parent,
-          method,
-          header: ctx.responseHeader,
-          trailer: ctx.responseTrailer,
-          message: responsesOf(method.output, produced, ctx),
-        } satisfies StreamResponse;
-      });
-      return (await run({
+      implOf(method);
+      const req: StreamRequest & { [timeoutOf]?: number } = {
         ...requestOf(method, header, contextValues, signal),
         stream: true,
         message: messagesOf(method.input, input),
-      })) as StreamResponse<never, never>;
+      };
+      if (timeoutMs !== undefined) req[timeoutOf] = timeoutMs;
+      return (await run(req)) as StreamResponse<never, never>;
     },
   };
 }
@@ -165,9 +206,21 @@ function requestOf<M extends DescMethodUnary | DescMethodStreaming>(
     service: method.parent,
     method,
     requestMethod: "POST",
-    url: `in-process:///${method.parent.typeName}/${method.name}`,
+    url: urlOf(method),
     header: new Headers(header),
     contextValues: contextValues ?? createContextValues(),
-    signal: signal ?? new AbortController().signal,
+    signal: signal ?? neverAborted,
   };
+}
+
+const urls = new WeakMap<DescMethod, string>();
+
+/** The call's URL, made once per method. */
+function urlOf(method: DescMethodUnary | DescMethodStreaming): string {
+  let url = urls.get(method);
+  if (url === undefined) {
+    url = `in-process:///${method.parent.typeName}/${method.name}`;
+    urls.set(method, url);
+  }
+  return url;
 }

@@ -102,6 +102,17 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
   const defaultAgent = agentNames[0]!;
   const { ratePerSecond: rate, burst } = rateLimitPolicy(config);
   const limiter = createRateLimiter({ ratePerSecond: rate, burst });
+  const { requiredExtensions } = config.capabilities;
+  /** The required extensions a request did not declare in its A2A-Extensions header. */
+  const missingExtensions = (header: Headers): readonly string[] => {
+    const declared = new Set(
+      (header.get(headers.a2aExtensions) ?? "")
+        .split(",")
+        .map((s) => s.trim())
+        .filter(Boolean),
+    );
+    return requiredExtensions.filter((uri) => !declared.has(uri));
+  };
   const intercept: Interceptor = (next) => async (req) => {
     let tenant = openModeTenant;
     if (!openMode) {
@@ -145,13 +156,7 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
           { requested: version, supported: supportedA2AVersions.join(",") },
         );
       }
-      const declared = new Set(
-        (req.header.get(headers.a2aExtensions) ?? "")
-          .split(",")
-          .map((s) => s.trim())
-          .filter(Boolean),
-      );
-      const missing = config.capabilities.requiredExtensions.filter((uri) => !declared.has(uri));
+      const missing = requiredExtensions.length === 0 ? requiredExtensions : missingExtensions(req.header);
       if (missing.length > 0) {
         throw createTypedError(
           "EXTENSION_SUPPORT_REQUIRED",

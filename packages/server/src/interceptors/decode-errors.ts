@@ -16,6 +16,7 @@ import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connect
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { requestNotDecodable } from "../errors.js";
+import { networkOnlyInterceptor } from "./network-only.js";
 
 /**
  * Requests connect-es cannot decode are the caller's mistake, but connect-es
@@ -45,9 +46,12 @@ export function classifyDecodeError(error: ConnectError, typeName: string): Conn
   return requestNotDecodable(typeName, error.rawMessage.replace(/^parse binary: /, ""));
 }
 
-/** Marks the request as decoded; maps decoder failures of a streaming request's input. Put it first. */
+/**
+ * Marks the request as decoded; maps decoder failures of a streaming request's input. Put it first. Network-only:
+ * an in-process request is a message already, and only the network routes read the mark.
+ */
 export function createDecodeErrorInterceptor(): Interceptor {
-  return (next) => async (req) => {
+  return networkOnlyInterceptor((next) => async (req) => {
     req.contextValues.set(reachedKey, true);
     if (!req.stream) return next(req);
     const typeName = req.method.input.typeName;
@@ -61,7 +65,7 @@ export function createDecodeErrorInterceptor(): Interceptor {
       }
     }
     return next({ ...req, message: mapped() } as typeof req);
-  };
+  });
 }
 
 /**

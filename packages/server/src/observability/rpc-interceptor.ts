@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { type Context, context, type Span, SpanKind, trace } from "@opentelemetry/api";
 import { ErrorInfoSchema, headers as wireHeaders } from "@parley/proto";
@@ -31,6 +32,18 @@ function protocolOf(contentType: string | null): RequestProtocol {
   return "connect";
 }
 
+const methodNames = new WeakMap<DescMethod, string>();
+
+/** "lf.a2a.v1.A2AService/SendMessage", the method label, made once per method rather than once per call. */
+function methodName(method: DescMethod): string {
+  let name = methodNames.get(method);
+  if (name === undefined) {
+    name = `${method.parent.typeName}/${method.name}`;
+    methodNames.set(method, name);
+  }
+  return name;
+}
+
 /** What a finished call reports: its code, and for an error its typed reason and message. */
 interface Outcome {
   readonly code: string;
@@ -40,8 +53,10 @@ interface Outcome {
   readonly cause?: string;
 }
 
+const succeeded: Outcome = { code: "ok" };
+
 function outcomeOf(error: unknown): Outcome {
-  if (error === undefined) return { code: "ok" };
+  if (error === undefined) return succeeded;
   const connectError = ConnectError.from(error);
   const reason = connectError.findDetails(ErrorInfoSchema)[0]?.reason;
   return {
@@ -70,7 +85,7 @@ export function createObservingInterceptor(
   return (next) => async (req) => {
     const start = performance.now();
     const protocol = protocolOf(req.header.get("content-type"));
-    const method = `${req.service.typeName}/${req.method.name}`;
+    const method = methodName(req.method);
     const requestId = req.header.get(wireHeaders.requestId) ?? randomUUID();
     let span: Span | undefined;
     let spanContext: Context | undefined;
