@@ -71,7 +71,9 @@ export function parseJsonBody(body: Buffer, maxDepth: number): unknown {
   }
   // JSON's \uXXXX escapes can spell half a surrogate pair, which is not Unicode: protobuf cannot encode it
   // as UTF-8 later, so it is refused here, like invalid UTF-8, rather than failing deep inside a call.
-  const broken = loneSurrogatePath(value, "");
+  // Text decoded from valid UTF-8 holds no surrogate of its own, so only an escape of one (\uD800-\uDFFF)
+  // can bring one in: without such an escape in the body the walk over every key and string is skipped.
+  const broken = surrogateEscape.test(text) ? loneSurrogatePath(value, "") : undefined;
   if (broken !== undefined) {
     throw new JsonRpcError(
       JsonRpcCode.ParseError,
@@ -82,6 +84,8 @@ export function parseJsonBody(body: Buffer, maxDepth: number): unknown {
 }
 
 const loneSurrogate = /\p{Surrogate}/u;
+/** A \u escape of a UTF-16 surrogate (an escaped backslash before "uD8.." matches too: the walk then finds nothing). */
+const surrogateEscape = /\\u[dD][89a-fA-F]/;
 
 /** The path of the first string (key or value) holding an unpaired surrogate, "" for the root itself. */
 function loneSurrogatePath(value: unknown, path: string): string | undefined {
@@ -132,6 +136,14 @@ export function salvageId(value: unknown): JsonRpcId {
   return typeof id === "string" || typeof id === "number" ? id : null;
 }
 
+/** A well-formed envelope, checked by hand: the common case, without building zod's result objects. */
+function wellFormed(value: Record<string, unknown>): JsonRpcEnvelope | undefined {
+  const { jsonrpc, method, id, params } = value;
+  if (jsonrpc !== "2.0" || typeof method !== "string" || method === "") return undefined;
+  if (id !== null && typeof id !== "string" && typeof id !== "number") return undefined;
+  return { id, method, params };
+}
+
 export function parseEnvelope(value: unknown): JsonRpcEnvelope {
   if (Array.isArray(value)) {
     throw new JsonRpcError(JsonRpcCode.InvalidRequest, "invalid request: batch requests are not supported");
@@ -148,6 +160,9 @@ export function parseEnvelope(value: unknown): JsonRpcEnvelope {
       "invalid request: id is missing; notifications are not supported because every A2A method has a result",
     );
   }
+  const envelope = wellFormed(value as Record<string, unknown>);
+  if (envelope) return envelope;
+  // Something is wrong: zod names it.
   const parsed = envelopeSchema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

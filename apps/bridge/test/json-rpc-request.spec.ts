@@ -37,4 +37,37 @@ describe("JSON-RPC request parsing", () => {
     expect(salvageId({ jsonrpc: "1.0", id: "keep" })).toBe("keep");
     expect(salvageId({ id: { no: 1 } })).toBeNull();
   });
+
+  it("refuses a lone surrogate escape in any case and at any depth, keys included, and takes escaped pairs", () => {
+    const message = (raw: string) => {
+      try {
+        parseJsonBody(Buffer.from(raw), 64);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "accepted";
+    };
+    expect(message('{"params":{"message":{"parts":[{"text":"a\\uD800"}]}}}')).toMatch(
+      /params\.message\.parts\.0\.text contains an unpaired UTF-16 surrogate/,
+    );
+    expect(message('{"a":{"\\udfff":1}}')).toMatch(/a\.\udfff contains an unpaired/);
+    expect(message('{"text":"\\ud83d\\ude00 and \\\\ud800"}')).toBe("accepted");
+    expect(message('{"text":"\\u00e9"}')).toBe("accepted");
+  });
+
+  it("names what is wrong with an envelope the quick check does not pass", () => {
+    const messageOf = (value: unknown) => {
+      try {
+        parseEnvelope(value);
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return "accepted";
+    };
+    expect(messageOf({ jsonrpc: "2.0", id: null, method: "SendMessage" })).toBe("accepted");
+    expect(messageOf({ jsonrpc: "2.0", id: "a", method: "" })).toMatch(/method must not be empty/);
+    expect(messageOf({ jsonrpc: "2.0", id: 1, method: 5 })).toMatch(/method must be a string/);
+    expect(messageOf({ jsonrpc: 2, id: 1, method: "x" })).toMatch(/jsonrpc must be exactly "2.0"/);
+    expect(messageOf({ jsonrpc: "2.0", id: true, method: "x" })).toMatch(/id must be a string, a number or null/);
+  });
 });

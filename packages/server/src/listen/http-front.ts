@@ -85,11 +85,13 @@ interface RequestNotes {
   error?: string;
 }
 
-const notes = new WeakMap<object, RequestNotes>();
+/** A tracked response's notes: a property of the response rather than a WeakMap entry per request. */
+const notesKey = Symbol("parley.requestNotes");
+type WithNotes = { [notesKey]?: RequestNotes };
 
 /** Tells the request tracker which method a request called and how it ended (the bridge knows, HTTP does not). */
 export function noteRequest(res: object, update: RequestNotes): void {
-  const current = notes.get(res);
+  const current = (res as WithNotes)[notesKey];
   if (current) Object.assign(current, update);
 }
 
@@ -110,7 +112,7 @@ export function trackHttpRequests<Req extends NodeRequest, Res extends NodeRespo
   return (req: Req, res: Res) => {
     const start = performance.now();
     const note: RequestNotes = {};
-    notes.set(res, note);
+    (res as WithNotes)[notesKey] = note;
     let span: Span | undefined;
     res.once("close", () => {
       const seconds = (performance.now() - start) / 1000;

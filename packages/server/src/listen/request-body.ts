@@ -27,11 +27,22 @@ export interface BodyReaderOptions<Req extends NodeRequest = NodeRequest, Res ex
   readonly passThrough?: (req: Req) => boolean;
 }
 
-const bodies = new WeakMap<object, ReadBody>();
+/**
+ * Where the body read for a request is kept: a property of the request, not a WeakMap entry (an ephemeron for
+ * the garbage collector to trace, one per request).
+ */
+const bodyKey = Symbol("parley.readBody");
+type WithBody = { [bodyKey]?: ReadBody };
 
 /** The body the reader read for this request, or undefined when it did not run in front of the handler. */
 export function readBodyOf(req: object): ReadBody | undefined {
-  return bodies.get(req);
+  return (req as WithBody)[bodyKey];
+}
+
+/** A read request's body as an async iterable, for handlers that iterate the request (Connect's Node adapter). */
+async function* readBodyChunks(this: WithBody) {
+  const bytes = this[bodyKey]?.bytes;
+  if (bytes && bytes.length > 0) yield bytes;
 }
 
 /**
@@ -78,13 +89,9 @@ export function createBodyReader<Req extends NodeRequest, Res extends NodeRespon
     const handOver = (tooMuch: boolean) => {
       stop();
       const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, kept);
-      bodies.set(req, { bytes, tooLarge, receivedBytes: received });
-      Object.defineProperty(req, Symbol.asyncIterator, {
-        configurable: true,
-        value: async function* () {
-          if (bytes.length > 0) yield bytes;
-        },
-      });
+      (req as WithBody)[bodyKey] = { bytes, tooLarge, receivedBytes: received };
+      // The stream was read to its end here: iterating the request yields what was read (one shared function).
+      Object.defineProperty(req, Symbol.asyncIterator, { configurable: true, value: readBodyChunks });
       if (tooMuch) discardTheRest(req, res, deadline);
       handler(req, res);
     };
