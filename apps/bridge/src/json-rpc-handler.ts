@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isMessage, type Message } from "@bufbuild/protobuf";
 import { ConnectError, type Transport } from "@connectrpc/connect";
@@ -50,6 +51,22 @@ function checkParts(input: Message, max: number): void {
   }
 }
 
+/**
+ * The AbortControllers of unary calls that are over, never aborted and with no listener left on their signal,
+ * for the next requests: making one costs about 2.5 us of CPU (Node 20), 2% of an embedded send's bridge samples.
+ * Handed back only from the response's close event, once the response is finished, so the client going away can
+ * no longer abort it; a signal something still listens on (a remote transport's linked controller) is not
+ * reused, so no listener piles up on it.
+ */
+const spareControllers: AbortController[] = [];
+const maxSpareControllers = 256;
+
+function giveBack(controller: AbortController): void {
+  if (controller.signal.aborted || spareControllers.length >= maxSpareControllers) return;
+  if (getEventListeners(controller.signal, "abort").length > 0) return;
+  spareControllers.push(controller);
+}
+
 function asRpcError(error: unknown): JsonRpcError {
   if (error instanceof JsonRpcError || error instanceof ConnectError) return toJsonRpcError(error);
   return new JsonRpcError(JsonRpcCode.InternalError, `internal error in the bridge: ${(error as Error).message}`);
@@ -84,10 +101,12 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       return;
     }
     if (!(await checkAgent(agent, res))) return;
-    const upstreamAbort = new AbortController();
+    const upstreamAbort = spareControllers.pop() ?? new AbortController();
+    let reusable = true;
     res.on("close", () => {
       // A response closed before it finished means the client went away: stop the upstream work now.
       if (!res.writableFinished) upstreamAbort.abort();
+      else if (reusable) giveBack(upstreamAbort);
     });
     let id: JsonRpcId = null;
     let method = "";
@@ -111,6 +130,8 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       checkParts(input, limits.maxPartsPerMessage);
       const headers = upstreamHeaders(req, version, agent);
       if (spec.streaming) {
+        // The SSE writer keeps the controller for the stream's life (and aborts it on a slow reader).
+        reusable = false;
         const resume = resumePointOf(input, headerValue(req, "last-event-id"));
         if (resume) headers[wire.resumeAfter] = String(resume.afterSeq);
         const events = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<UpstreamStream>);

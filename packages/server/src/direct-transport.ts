@@ -7,6 +7,7 @@ import {
   type DescMethodUnary,
   type DescService,
   isMessage,
+  type Message,
   type MessageShape,
 } from "@bufbuild/protobuf";
 import {
@@ -123,19 +124,7 @@ export function createDirectTransport(
     try {
       const output = await impl(req.message, ctx);
       const method = req.method as DescMethodUnary;
-      return {
-        stream: false,
-        service: req.service,
-        method,
-        // Read from the context only when someone asks: most unary callers never look at the response headers.
-        get header() {
-          return ctx.responseHeader;
-        },
-        get trailer() {
-          return ctx.responseTrailer;
-        },
-        message: asMessage(method.output, output),
-      } satisfies UnaryResponse;
+      return new InProcessUnaryResponse(req.service, method, ctx, asMessage(method.output, output));
     } finally {
       // As over the network: the handler's signal fires when the call is over.
       ctx.abort(callOver);
@@ -193,6 +182,28 @@ export function createDirectTransport(
       return (await run(req)) as StreamResponse<never, never>;
     },
   };
+}
+
+/**
+ * A unary call's response, whose header and trailer are the context's, made only when read: most callers never
+ * look at them. A class, so that its getters live on the prototype (see in-process-context.ts).
+ */
+class InProcessUnaryResponse implements UnaryResponse {
+  readonly stream = false;
+  constructor(
+    readonly service: DescService,
+    readonly method: DescMethodUnary,
+    private readonly ctx: InProcessContext,
+    readonly message: Message,
+  ) {}
+
+  get header(): Headers {
+    return this.ctx.responseHeader;
+  }
+
+  get trailer(): Headers {
+    return this.ctx.responseTrailer;
+  }
 }
 
 /** What a unary and a streaming in-process request share: the call as the interceptors see it over the network. */

@@ -40,80 +40,104 @@ const noTimeout = () => undefined;
  * already aborted with that reason.
  */
 export function createInProcessContext(init: InProcessContextInit): InProcessContext {
-  const { requestSignal, shutdownSignal } = init;
-  let controller: AbortController | undefined;
-  /** Why the call ended before anyone read its signal: the reason that signal will carry. */
-  let endedWith: { reason: unknown } | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  let responseHeader: Headers | undefined;
-  let responseTrailer: Headers | undefined;
+  return new InProcessCallContext(init);
+}
 
-  /** The reason of a caller or shutdown abort that happened while nobody listened (the caller's wins, as it is the call's own). */
-  const abortedFromOutside = (): { reason: unknown } | undefined => {
-    if (requestSignal.aborted) return { reason: requestSignal.reason };
-    if (shutdownSignal?.aborted) return { reason: shutdownSignal.reason };
-    return undefined;
-  };
-  const end = (reason: unknown) => {
-    if (timer !== undefined) clearTimeout(timer);
-    timer = undefined;
-    if (controller) {
-      requestSignal.removeEventListener("abort", onCallerAbort);
-      shutdownSignal?.removeEventListener("abort", onShutdown);
-      if (!controller.signal.aborted) controller.abort(reason);
-      return;
+/**
+ * A class rather than an object literal with getters: V8 builds a literal with accessors in its runtime, a call
+ * out of JavaScript per context, while instances of a class share their getters on the prototype.
+ */
+class InProcessCallContext implements InProcessContext {
+  readonly service: DescService;
+  readonly method: DescMethod;
+  readonly protocolName = "in-process";
+  readonly requestMethod: string;
+  readonly url: string;
+  readonly requestHeader: Headers;
+  readonly values: ContextValues;
+  readonly timeoutMs: () => number | undefined = noTimeout;
+  private readonly requestSignal: AbortSignal;
+  private readonly shutdownSignal: AbortSignal | undefined;
+  private controller: AbortController | undefined;
+  /** Why the call ended before anyone read its signal: the reason that signal will carry. */
+  private endedWith: { reason: unknown } | undefined;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  private listeners: { caller: () => void; shutdown: () => void } | undefined;
+  private header: Headers | undefined;
+  private trailer: Headers | undefined;
+
+  constructor(init: InProcessContextInit) {
+    this.service = init.service;
+    this.method = init.method;
+    this.requestMethod = init.requestMethod;
+    this.url = init.url;
+    this.requestHeader = init.requestHeader;
+    this.values = init.contextValues;
+    this.requestSignal = init.requestSignal;
+    this.shutdownSignal = init.shutdownSignal;
+    if (init.timeoutMs !== undefined) {
+      const deadline = Date.now() + init.timeoutMs;
+      this.timeoutMs = () => deadline - Date.now();
+      if (init.timeoutMs <= 0) this.abort(timedOut());
+      else this.timer = setTimeout(() => this.abort(timedOut()), init.timeoutMs);
     }
-    endedWith ??= abortedFromOutside() ?? { reason };
-  };
-  function onCallerAbort() {
-    end(requestSignal.reason);
   }
-  function onShutdown() {
-    end(shutdownSignal?.reason);
+
+  get responseHeader(): Headers {
+    this.header ??= new Headers();
+    return this.header;
   }
-  const signalOf = (): AbortSignal => {
-    if (controller) return controller.signal;
-    controller = new AbortController();
-    const early = endedWith ?? abortedFromOutside();
+
+  get responseTrailer(): Headers {
+    this.trailer ??= new Headers();
+    return this.trailer;
+  }
+
+  get signal(): AbortSignal {
+    if (this.controller) return this.controller.signal;
+    const controller = new AbortController();
+    this.controller = controller;
+    const early = this.endedWith ?? this.abortedFromOutside();
     if (early) {
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-      endedWith = early;
+      this.stopTimer();
+      this.endedWith = early;
       controller.abort(early.reason);
     } else {
-      requestSignal.addEventListener("abort", onCallerAbort);
-      shutdownSignal?.addEventListener("abort", onShutdown);
+      const listeners = {
+        caller: () => this.abort(this.requestSignal.reason),
+        shutdown: () => this.abort(this.shutdownSignal?.reason),
+      };
+      this.listeners = listeners;
+      this.requestSignal.addEventListener("abort", listeners.caller);
+      this.shutdownSignal?.addEventListener("abort", listeners.shutdown);
     }
     return controller.signal;
-  };
-
-  let timeoutMs: () => number | undefined = noTimeout;
-  if (init.timeoutMs !== undefined) {
-    const deadline = Date.now() + init.timeoutMs;
-    timeoutMs = () => deadline - Date.now();
-    if (init.timeoutMs <= 0) end(timedOut());
-    else timer = setTimeout(() => end(timedOut()), init.timeoutMs);
   }
-  return {
-    service: init.service,
-    method: init.method,
-    protocolName: "in-process",
-    requestMethod: init.requestMethod,
-    url: init.url,
-    requestHeader: init.requestHeader,
-    get responseHeader() {
-      responseHeader ??= new Headers();
-      return responseHeader;
-    },
-    get responseTrailer() {
-      responseTrailer ??= new Headers();
-      return responseTrailer;
-    },
-    values: init.contextValues,
-    get signal() {
-      return signalOf();
-    },
-    timeoutMs,
-    abort: end,
-  };
+
+  abort(reason: unknown): void {
+    this.stopTimer();
+    const { controller, listeners } = this;
+    if (!controller) {
+      this.endedWith ??= this.abortedFromOutside() ?? { reason };
+      return;
+    }
+    if (listeners) {
+      this.listeners = undefined;
+      this.requestSignal.removeEventListener("abort", listeners.caller);
+      this.shutdownSignal?.removeEventListener("abort", listeners.shutdown);
+    }
+    if (!controller.signal.aborted) controller.abort(reason);
+  }
+
+  private stopTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  /** A caller or shutdown abort that happened while nobody listened (the caller's wins: it is the call's own). */
+  private abortedFromOutside(): { reason: unknown } | undefined {
+    if (this.requestSignal.aborted) return { reason: this.requestSignal.reason };
+    if (this.shutdownSignal?.aborted) return { reason: this.shutdownSignal.reason };
+    return undefined;
+  }
 }
