@@ -101,8 +101,16 @@ export class TaskRun implements TaskEventSource {
    * Every event from `from` on, then live ones until the run ends. A consumer
    * that falls more than `maxLag` events behind is cut off with an error
    * rather than holding the producer or growing memory without bound.
+   * `hold` runs when the reading starts and returns what to run when it ends
+   * (a stream count's release): a follower never read holds nothing.
    */
-  async *follow(from: number, signal: AbortSignal, maxLag: number): AsyncGenerator<StreamResponse> {
+  async *follow(
+    from: number,
+    signal: AbortSignal,
+    maxLag: number,
+    hold?: () => () => void,
+  ): AsyncGenerator<StreamResponse> {
+    const release = hold?.();
     let next = from;
     let onAbort: (() => void) | undefined;
     const aborted = new Promise<never>((_, reject) => {
@@ -127,6 +135,7 @@ export class TaskRun implements TaskEventSource {
       }
     } finally {
       if (onAbort) signal.removeEventListener("abort", onAbort);
+      release?.();
     }
   }
 }

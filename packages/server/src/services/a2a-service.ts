@@ -1,4 +1,4 @@
-import { clone, fromBinary } from "@bufbuild/protobuf";
+import { clone, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
@@ -8,6 +8,7 @@ import {
   type SendMessageRequest,
   type SendMessageResponse,
   type StreamResponse,
+  type StreamResponseSchema,
   type Task,
   TaskSchema,
   TaskState,
@@ -20,6 +21,9 @@ import { createTypedError, fromStore, invalidArgument, taskNotFound } from "../e
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
 import { type Resumable, subscribeFromLog } from "../replicas/resume.js";
+import { lazyStream, oneValue } from "./lazy-stream.js";
+
+type StreamResponseInit = MessageInitShape<typeof StreamResponseSchema>;
 
 export interface A2AServiceDeps {
   readonly engine: Engine;
@@ -128,13 +132,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
   };
 
   /** The run's events to the caller. Its going away ends only the stream: the task runs on (CancelTask stops it). */
-  async function* follow(run: TaskRun, ctx: HandlerContext): AsyncGenerator<StreamResponse> {
-    const release = streams.acquire(callerOf(ctx).tenant);
-    try {
-      yield* run.follow(0, ctx.signal, maxLag);
-    } finally {
-      release();
-    }
+  function follow(run: TaskRun, ctx: HandlerContext): AsyncIterator<StreamResponse> {
+    return run.follow(0, ctx.signal, maxLag, () => streams.acquire(callerOf(ctx).tenant));
   }
 
   return {
@@ -154,20 +153,20 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
       return { payload: settledResponse(run, historyLength) };
     },
 
-    async *sendStreamingMessage(req, ctx) {
-      requireStreaming();
-      const caller = callerOf(ctx);
-      const outcome = await engine.send(caller, req, { ...sendOptions(req, caller.tenant), streaming: true });
-      if (outcome.kind === "stored") {
-        yield { payload: { case: "task", value: outcome.task } };
-        return;
-      }
-      if (outcome.kind === "reply") {
-        yield { payload: { case: "message", value: outcome.message } };
-        return;
-      }
-      ctx.responseHeader.set(headers.streamStart, String(deps.resumable.coordinator.streamStart(outcome.run)));
-      yield* follow(outcome.run, ctx);
+    sendStreamingMessage(req, ctx) {
+      // Not a generator: the open stream is the run's follower behind one LazyStream, no yield* layers.
+      return lazyStream<StreamResponseInit>(async () => {
+        requireStreaming();
+        const caller = callerOf(ctx);
+        const outcome = await engine.send(caller, req, { ...sendOptions(req, caller.tenant), streaming: true });
+        if (outcome.kind === "stored")
+          return oneValue<StreamResponseInit>({ payload: { case: "task", value: outcome.task } });
+        if (outcome.kind === "reply") {
+          return oneValue<StreamResponseInit>({ payload: { case: "message", value: outcome.message } });
+        }
+        ctx.responseHeader.set(headers.streamStart, String(deps.resumable.coordinator.streamStart(outcome.run)));
+        return follow(outcome.run, ctx);
+      });
     },
 
     async getTask(req, ctx) {
