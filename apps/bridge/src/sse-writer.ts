@@ -63,6 +63,8 @@ interface OpenStream {
   held: number;
   readonly abort: (reason: string) => void;
   readonly ended: Promise<void>;
+  /** Called at every tick of the writer's keep-alive timer: a comment when the stream wrote nothing since the last. */
+  readonly keepAlive: () => void;
 }
 
 /**
@@ -78,6 +80,26 @@ interface OpenStream {
 export function createSseWriter(keepAliveMs: number, limits: SseLimits = defaultSseLimits, logger?: Logger): SseWriter {
   const openStreams = new Set<OpenStream>();
   let total = 0;
+  // One keep-alive timer for all open streams (not one per stream), running while there is one. It ticks at half
+  // the interval and a stream that wrote nothing for a whole tick gets a comment, so an idle stream still hears
+  // something at least every keepAliveMs.
+  let keepAliveTimer: NodeJS.Timeout | undefined;
+  const opened = (open: OpenStream) => {
+    openStreams.add(open);
+    keepAliveTimer ??= setInterval(
+      () => {
+        for (const stream of openStreams) stream.keepAlive();
+      },
+      Math.max(1, Math.floor(keepAliveMs / 2)),
+    ).unref();
+  };
+  const closed = (open: OpenStream) => {
+    openStreams.delete(open);
+    if (openStreams.size === 0 && keepAliveTimer !== undefined) {
+      clearInterval(keepAliveTimer);
+      keepAliveTimer = undefined;
+    }
+  };
 
   const recount = (open: OpenStream) => {
     const now = open.res.destroyed ? 0 : open.res.writableLength;
@@ -119,8 +141,10 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
     // The headers go out with the first event (written right below), in one packet.
     res.writeHead(200, sseHeaders);
     let corked = false;
+    let wrote = true;
     const send = (payload: unknown, event?: string, eventId?: string) => {
       if (res.destroyed) return;
+      wrote = true;
       // Events that arrive in one tick (a fast agent's chunks) leave in one socket write, not one each.
       if (!corked) {
         corked = true;
@@ -155,8 +179,18 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       ended: new Promise<void>((resolve) => {
         markEnded = resolve;
       }),
+      keepAlive() {
+        // A stream with bytes still waiting needs no keep-alive, and a stalled one must not grow.
+        const idle = !wrote;
+        wrote = false;
+        if (idle && !res.destroyed && res.writableLength === 0) {
+          res.write(": keep-alive\n\n");
+          // Counts as a write: the next comment comes a whole interval later.
+          wrote = true;
+        }
+      },
     };
-    openStreams.add(open);
+    opened(open);
     // 'finish' when the last bytes are out, 'close' when the socket went first (destroyed, or the client left).
     res.once("close", () => markEnded());
 
@@ -210,10 +244,6 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       }
     };
 
-    const keepAlive = setInterval(() => {
-      // A stream with bytes still waiting needs no keep-alive, and a stalled one must not grow.
-      if (!res.destroyed && res.writableLength === 0) res.write(": keep-alive\n\n");
-    }, keepAliveMs);
     let cutReason: string | undefined;
     try {
       if (!first.done) {
@@ -234,8 +264,7 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
         send({ jsonrpc: "2.0", id, error: stream.failure(error) }, "error");
       }
     } finally {
-      clearInterval(keepAlive);
-      openStreams.delete(open);
+      closed(open);
       total -= open.held;
       open.held = 0;
       if (cutReason !== undefined) {
