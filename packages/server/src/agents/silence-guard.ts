@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { PartSchema } from "@parley/proto";
+import { type Part, PartSchema } from "@parley/proto";
 import { messageText } from "../engine/history.js";
 import { sessionStepOf } from "../sessions/session-step.js";
 import { isSilentReply, silenceHoldFrom, silenceTokenSet } from "../sessions/silence.js";
@@ -19,6 +19,9 @@ import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
  */
 export function guardSilence(agent: Agent, configuredTokens: readonly string[]): Agent {
   const tokens = silenceTokenSet(configuredTokens);
+  const tokenList = [...tokens];
+  // A silent reply's last line, undecorated, is a token: a text that holds none needs no split into lines.
+  const mayHoldToken = (text: string) => tokenList.some((token) => text.includes(token));
   return {
     name: agent.name,
     description: agent.description,
@@ -33,8 +36,11 @@ export function guardSilence(agent: Agent, configuredTokens: readonly string[]):
       const deferred: AgentEvent[] = [];
       for await (const event of agent.run(turn)) {
         if (event.type === "message") {
-          const text = messageText({ parts: event.parts.map((p) => create(PartSchema, p)) });
-          if (isSilentReply(text, tokens)) {
+          // The init shapes' text as messageText reads it, without making a Part message of each one first.
+          const text = messageText({
+            parts: event.parts.map((p) => (p.content?.case !== undefined ? (p as Part) : create(PartSchema, p))),
+          });
+          if (mayHoldToken(text) && isSilentReply(text, tokens)) {
             yield { type: "silent" };
             return;
           }

@@ -28,12 +28,12 @@ import {
 import type { Caller } from "./caller.js";
 import { formatHistory, type HistoryEntry, messageText } from "./history.js";
 import { readHistory } from "./history-read.js";
-import { encodeInbound, validateMessage } from "./message-validation.js";
+import { encodeInbound, storedInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
-import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord, withIds } from "./task-model.js";
+import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
 
@@ -212,7 +212,7 @@ export class Engine {
     }
 
     const taskId = existing?.id ?? randomUUID();
-    const stored = withIds(inbound, contextId, taskId);
+    const stored = storedInbound(inbound, contextId, taskId);
     const task = existing ?? create(TaskSchema, { id: taskId, contextId, history: [], artifacts: [] });
     task.history.push(stored);
     setStatus(task, TaskState.SUBMITTED);
@@ -285,13 +285,20 @@ export class Engine {
       throw storeFailure(error);
     }
     const text = messageText(inbound);
+    const maxChars = this.config.history.maxChars;
+    // The guard block is built when an agent reads it (its nonce drawn then): the echo agent that repeats
+    // only the new text, and any turn of a fresh context (no history), never need it.
+    let framed: string | undefined;
     const turn: AgentTurn = {
       tenant: caller.tenant,
       contextId,
       taskId,
       message: stored,
       text,
-      framedText: formatHistory(history, text, { maxChars: this.config.history.maxChars }),
+      get framedText() {
+        framed ??= formatHistory(history, text, { maxChars });
+        return framed;
+      },
       history,
       hops: meta.hops,
       chain,

@@ -15,7 +15,9 @@ export interface HistoryEntry {
 
 /** The readable text of a message: text parts as they are, other parts as short placeholders. */
 export function messageText(message: Pick<Message, "parts">): string {
-  return message.parts.map(partText).join("\n");
+  const parts = message.parts;
+  // Most messages have one part: no array of texts to join.
+  return parts.length === 1 ? partText(parts[0]!) : parts.map(partText).join("\n");
 }
 
 function partText(part: Part): string {

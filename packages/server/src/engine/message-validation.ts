@@ -1,6 +1,6 @@
 import { toBinary } from "@bufbuild/protobuf";
 import type { Struct, Value } from "@bufbuild/protobuf/wkt";
-import { type Message, MessageSchema } from "@parley/proto";
+import { type Message, MessageSchema, Role } from "@parley/proto";
 import { idLimits } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
 import { createTypedError, invalidArgument } from "../errors.js";
@@ -16,27 +16,29 @@ export function validateMessage(message: Message, limits: ParleyConfig["limits"]
       { limit: "maxPartsPerMessage" },
     );
   }
-  for (const [i, part] of message.parts.entries()) {
-    if (part.content.case === undefined)
-      throw invalidArgument(`message.parts[${i}] has no content (text, raw, url or data)`);
-    if (part.content.case === "data") requireJsonValue(part.content.value, `message.parts[${i}].data`);
-    if (part.content.case === "text" && part.content.value.length > limits.maxTextChars) {
+  const parts = message.parts;
+  for (let i = 0; i < parts.length; i++) {
+    const content = parts[i]!.content;
+    if (content.case === undefined) throw invalidArgument(`message.parts[${i}] has no content (text, raw, url or data)`);
+    if (content.case === "data") requireJsonValue(content.value, `message.parts[${i}].data`);
+    else if (content.case === "text" && content.value.length > limits.maxTextChars) {
       throw createTypedError(
         "LIMIT_EXCEEDED",
-        `message.parts[${i}].text has ${part.content.value.length} characters; the limit is ${limits.maxTextChars}`,
+        `message.parts[${i}].text has ${content.value.length} characters; the limit is ${limits.maxTextChars}`,
         { limit: "maxTextChars" },
       );
     }
   }
-  for (const [name, value] of [
-    ["messageId", message.messageId],
-    ["contextId", message.contextId],
-    ["taskId", message.taskId],
-  ] as const) {
-    if (Buffer.byteLength(value) > idLimits[name]) {
-      throw invalidArgument(`message.${name} is ${Buffer.byteLength(value)} bytes; the limit is ${idLimits[name]}`);
-    }
-  }
+  checkIdBytes("messageId", message.messageId);
+  checkIdBytes("contextId", message.contextId);
+  checkIdBytes("taskId", message.taskId);
+}
+
+function checkIdBytes(name: "messageId" | "contextId" | "taskId", value: string): void {
+  // A UTF-16 code unit is at most 3 UTF-8 bytes: most ids are far below their limit and need no count.
+  if (value.length * 3 <= idLimits[name]) return;
+  const bytes = Buffer.byteLength(value);
+  if (bytes > idLimits[name]) throw invalidArgument(`message.${name} is ${bytes} bytes; the limit is ${idLimits[name]}`);
 }
 
 /**
@@ -55,6 +57,24 @@ function requireJsonValue(value: Value, path: string): void {
 
 function requireJsonStruct(struct: Struct, path: string): void {
   for (const [key, value] of Object.entries(struct.fields)) requireJsonValue(value, `${path}.${key}`);
+}
+
+/**
+ * The inbound message as its task's history holds it: the caller's message with the ids it belongs to filled
+ * in. A copy of the message object and of its lists, not of the parts, metadata and other values they hold
+ * (protobuf's clone copied all of them: 16 us of a profiled send): nothing in Parley edits a part or metadata
+ * of a message it was sent, and the caller's own object keeps its ids.
+ */
+export function storedInbound(message: Message, contextId: string, taskId: string): Message {
+  return {
+    ...message,
+    contextId,
+    taskId,
+    role: message.role === Role.UNSPECIFIED ? Role.USER : message.role,
+    parts: message.parts.slice(),
+    referenceTaskIds: message.referenceTaskIds.slice(),
+    extensions: message.extensions.slice(),
+  };
 }
 
 /** The inbound message's bytes as they will be stored. */
