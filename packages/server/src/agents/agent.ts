@@ -3,6 +3,9 @@ import type { ArtifactSchema, Message, PartSchema, TaskState } from "@parley/pro
 import type { ChainLedger } from "../chain/chain-budget.js";
 import type { HistoryEntry } from "../engine/history.js";
 
+/** The engine's turns answer turnStopReason from their run; other AgentTurn objects from their signal. */
+export const turnStop: unique symbol = Symbol("parley.turnStop");
+
 /** One turn an agent is asked to answer. */
 export interface AgentTurn {
   readonly tenant: string;
@@ -27,6 +30,19 @@ export interface AgentTurn {
   readonly signal: AbortSignal;
   /** Whether the caller watches the reply as a stream rather than waiting for the whole answer. */
   readonly streaming: boolean;
+  /** Set by the engine: see turnStopReason. */
+  readonly [turnStop]?: () => unknown;
+}
+
+/**
+ * Why the turn was stopped (cancel, timeout, a lost lease, shutdown), or undefined while it was not: what
+ * `signal.reason` says once `signal.aborted`, without making the engine build the signal of a turn whose
+ * agent never asked for it.
+ */
+export function turnStopReason(turn: AgentTurn): unknown {
+  const stop = turn[turnStop];
+  if (stop) return stop();
+  return turn.signal.aborted ? turn.signal.reason : undefined;
 }
 
 /** What an agent produces while it answers, in order. */

@@ -13,7 +13,7 @@ import {
 } from "@parley/proto";
 import { type FencedThreadStore, idLimits, type ThreadKey } from "@parley/store";
 import type { Logger } from "pino";
-import type { Agent, AgentTurn } from "../agents/agent.js";
+import { type Agent, type AgentTurn, turnStop } from "../agents/agent.js";
 import type { ChainGuard } from "../chain/chain-guard.js";
 import type { ParleyConfig } from "../config.js";
 import {
@@ -302,7 +302,11 @@ export class Engine {
       history,
       hops: meta.hops,
       chain,
-      signal: run.controller.signal,
+      // Built when the agent asks for it (see TaskRun.signal).
+      get signal() {
+        return run.signal;
+      },
+      [turnStop]: () => run.abortReason,
       streaming: options.streaming === true,
     };
     if (this.wrapTurn) void this.wrapTurn(run, agent.name, () => runTurn(this.turn, agent, run, turn));

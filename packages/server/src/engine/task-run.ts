@@ -34,7 +34,13 @@ export class TaskRun implements TaskEventSource {
    * keeps only its turn-in-flight record while it runs.
    */
   visible = true;
-  readonly controller = new AbortController();
+  /**
+   * Made when the agent first asks for its signal: an AbortController and its signal cost several
+   * microseconds per turn (Node 20), and most agents never look at it. abort() fires it when it exists.
+   */
+  private controller: AbortController | undefined;
+  private stopped = false;
+  private stopReason: unknown;
   /** Resolves when the run has ended (terminal or interrupted state, or a direct message). */
   readonly settled: Promise<void>;
   private settle!: () => void;
@@ -65,14 +71,41 @@ export class TaskRun implements TaskEventSource {
     return this.ended;
   }
 
+  /** Whether the run was stopped (cancel, shutdown, agent timeout, a lost lease): the turn stops reading its agent. */
+  get aborted(): boolean {
+    return this.stopped;
+  }
+
+  /** Why the run was stopped (the reason its signal fires with); undefined while it was not. */
+  get abortReason(): unknown {
+    return this.stopReason;
+  }
+
+  /** The signal the agent is handed: fires with the reason when the run is stopped. */
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      if (this.stopped) this.controller.abort(this.stopReason);
+    }
+    return this.controller.signal;
+  }
+
+  /** Stops the run's agent with `reason`, as AbortController.abort does: the first reason stays. */
+  abort(reason: unknown): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.stopReason = reason;
+    this.controller?.abort(reason);
+  }
+
   /** Stops the agent; the task ends CANCELED. */
   cancel(why: string): void {
-    if (!this.ended) this.controller.abort(new RunStop("cancel", why));
+    if (!this.ended) this.abort(new RunStop("cancel", why));
   }
 
   /** Stops the agent because the server shuts down; the task ends FAILED (interrupted). */
   interrupt(): void {
-    if (!this.ended) this.controller.abort(new RunStop("shutdown", "shutdown"));
+    if (!this.ended) this.abort(new RunStop("shutdown", "shutdown"));
   }
 
   private nextChange(): Promise<void> {

@@ -54,7 +54,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   const timeoutMs = ctx.agentStepTimeoutMs;
   const timer = setTimeout(
     () =>
-      run.controller.abort(
+      run.abort(
         new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`),
       ),
     timeoutMs,
@@ -88,7 +88,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
 
   try {
     for await (const event of agent.run(turn)) {
-      if (run.controller.signal.aborted) break;
+      if (run.aborted) break;
       if (event.type === "state" && event.state === TaskState.WORKING) {
         start(true);
         continue;
@@ -118,9 +118,9 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
         statusText = messageText(create(MessageSchema, { parts: event.parts }));
       }
     }
-    if (run.controller.signal.aborted) throw run.controller.signal.reason;
+    if (run.aborted) throw run.abortReason;
   } catch (error) {
-    const reason = run.controller.signal.aborted ? run.controller.signal.reason : error;
+    const reason = run.aborted ? run.abortReason : error;
     if (reason instanceof RunStop && reason.kind === "cancel") {
       finalState = TaskState.CANCELED;
       statusText = "canceled on request";

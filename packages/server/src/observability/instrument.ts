@@ -1,6 +1,6 @@
 import { performance } from "node:perf_hooks";
 import { type Context, context, type Span, SpanKind, trace } from "@opentelemetry/api";
-import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
+import { type Agent, type AgentEvent, type AgentTurn, turnStopReason } from "../agents/agent.js";
 import type { ParleyMetrics } from "./metrics.js";
 import { failSpan, parleyTracer, tracingActive } from "./tracing.js";
 import { watchIterable } from "./watch-iterable.js";
@@ -91,7 +91,7 @@ export function instrumentAgent(agent: Agent, metrics: ParleyMetrics | undefined
         // The engine stops reading when the turn is aborted (cancel, timeout, shutdown) and when it is done.
         {
           ...(spanContext ? { spanContext } : {}),
-          abandoned: () => (turn.signal.aborted ? turn.signal.reason : undefined),
+          abandoned: () => turnStopReason(turn),
         },
       );
     },

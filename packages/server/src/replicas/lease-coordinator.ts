@@ -306,7 +306,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     state.queue.length = 0;
     clearTimeout(state.gathering);
     this.options.logger.warn({ taskId: run.taskId, err: error }, "lost the context lease; stopping the task here");
-    if (!run.finished) run.controller.abort(new Error("this replica lost the context lease (executor lost)"));
+    if (!run.finished) run.abort(new Error("this replica lost the context lease (executor lost)"));
   }
 
   private renewIntervalMs(): number {
