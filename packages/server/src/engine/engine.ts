@@ -28,7 +28,8 @@ import {
 import type { Caller } from "./caller.js";
 import { formatHistory, type HistoryEntry, messageText } from "./history.js";
 import { readHistory } from "./history-read.js";
-import { encodeInbound, storedInbound, validateMessage } from "./message-validation.js";
+import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
+import { rememberEncoding } from "./task-encoding.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
@@ -213,6 +214,7 @@ export class Engine {
 
     const taskId = existing?.id ?? randomUUID();
     const stored = storedInbound(inbound, contextId, taskId);
+    rememberEncoding(stored, encodeStoredInbound(payload, inbound, stored));
     const task = existing ?? create(TaskSchema, { id: taskId, contextId, history: [], artifacts: [] });
     task.history.push(stored);
     setStatus(task, TaskState.SUBMITTED);

@@ -1,4 +1,5 @@
 import { toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import type { Struct, Value } from "@bufbuild/protobuf/wkt";
 import { type Message, MessageSchema, Role } from "@parley/proto";
 import { idLimits } from "@parley/store";
@@ -75,6 +76,24 @@ export function storedInbound(message: Message, contextId: string, taskId: strin
     referenceTaskIds: message.referenceTaskIds.slice(),
     extensions: message.extensions.slice(),
   };
+}
+
+const contextIdField = MessageSchema.field.contextId.number;
+const taskIdField = MessageSchema.field.taskId.number;
+const roleField = MessageSchema.field.role.number;
+
+/**
+ * The encoding of `storedInbound(message, ...)`, from the inbound message's own bytes (`payload`, encoded once
+ * already): the ids that differ appended as fields. A singular field that occurs again replaces the earlier
+ * value when decoded (protobuf's "last one wins"), so the bytes decode to exactly the stored message; they
+ * spare a second encoding of every inbound message (12 us of a profiled send).
+ */
+export function encodeStoredInbound(payload: Uint8Array, inbound: Message, stored: Message): Uint8Array {
+  const writer = new BinaryWriter().raw(payload);
+  if (stored.contextId !== inbound.contextId) writer.tag(contextIdField, WireType.LengthDelimited).string(stored.contextId);
+  if (stored.taskId !== inbound.taskId) writer.tag(taskIdField, WireType.LengthDelimited).string(stored.taskId);
+  if (stored.role !== inbound.role) writer.tag(roleField, WireType.Varint).int32(stored.role);
+  return writer.finish();
 }
 
 /** The inbound message's bytes as they will be stored. */

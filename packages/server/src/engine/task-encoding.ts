@@ -33,6 +33,14 @@ export function encodeMessage(message: Message): Uint8Array {
 }
 
 /**
+ * Records `bytes` as the encoding of `message`, for a message whose bytes were made another way (the
+ * engine's copy of an inbound message: its stored bytes with its ids appended). They must decode to it.
+ */
+export function rememberEncoding(message: Message, bytes: Uint8Array): void {
+  encoded.set(message, bytes);
+}
+
+/**
  * Encodes a task with its history appended as already encoded messages.
  * Protobuf allows fields in any order and concatenates repeated ones, so the
  * bytes decode to exactly the task that toBinary would have written.
