@@ -27,7 +27,7 @@ import {
 } from "../errors.js";
 import type { Caller } from "./caller.js";
 import { formatHistory, type HistoryEntry, messageText } from "./history.js";
-import { readHistory } from "./history-read.js";
+import { readHistory, rememberAppended } from "./history-read.js";
 import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
 import { rememberEncoding } from "./task-encoding.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
@@ -269,6 +269,8 @@ export class Engine {
       return answerOfRetry(this.store, (taskId) => this.getTask(caller.tenant, taskId), key, appended.message);
     }
 
+    const text = messageText(inbound);
+    rememberAppended(appended.message, inbound, text);
     this.runs.set(scopedKey(caller.tenant, taskId), run);
     if (options.beforeRun) {
       try {
@@ -286,7 +288,6 @@ export class Engine {
       await this.coordinator.release(run);
       throw storeFailure(error);
     }
-    const text = messageText(inbound);
     const maxChars = this.config.history.maxChars;
     // The guard block is built when an agent reads it (its nonce drawn then): the echo agent that repeats
     // only the new text, and any turn of a fresh context (no history), never need it.

@@ -17,6 +17,7 @@ import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
 import { withChainReport } from "../chain/chain-budget.js";
 import { ChainRefusedError } from "../chain/chain-refusal.js";
 import { messageText } from "./history.js";
+import { rememberAppended } from "./history-read.js";
 import { parleyMetadataKey } from "./parley-metadata.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { encodeMessage } from "./task-encoding.js";
@@ -205,7 +206,7 @@ async function persistOutcome(
   const record = hidden ? { ...taskRecord(run.tenant, run.task), hidden } : taskRecord(run.tenant, run.task);
   const fenced = ctx.coordinator.writeOptions(run);
   if (reply) {
-    await ctx.store.append(
+    const appended = await ctx.store.append(
       { tenant: run.tenant, contextId: run.contextId },
       {
         messageId: reply.messageId,
@@ -218,6 +219,8 @@ async function persistOutcome(
       record,
       fenced,
     );
+    // The thread's next turn reads the reply back into its history without decoding it.
+    rememberAppended(appended.message, reply);
   } else {
     await ctx.store.putTask(record, fenced);
   }
