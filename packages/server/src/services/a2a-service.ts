@@ -54,19 +54,26 @@ function settledResponse(run: TaskRun, historyLength: number | undefined): SendM
 }
 
 /** Waits for the run to settle; a caller that goes away first stops waiting (its call fails), not the run. */
-async function settledOrGone(run: TaskRun, signal: AbortSignal): Promise<void> {
-  let onAbort = () => {};
-  const gone = new Promise<never>((_, reject) => {
-    onAbort = () => reject(new ConnectError("the caller went away; the task runs on", Code.Canceled));
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
+function settledOrGone(run: TaskRun, signal: AbortSignal): Promise<void> {
+  if (run.finished) return Promise.resolve();
+  if (signal.aborted) return Promise.reject(callerGone());
+  // One promise and one listener (Promise.race made two more promises and a reaction on each).
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(callerGone());
+    signal.addEventListener("abort", onAbort, { once: true });
+    void run.settled.then(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    });
   });
-  try {
-    await Promise.race([run.settled, gone]);
-  } finally {
-    signal.removeEventListener("abort", onAbort);
-  }
 }
+
+function callerGone(): ConnectError {
+  return new ConnectError("the caller went away; the task runs on", Code.Canceled);
+}
+
+/** The options of a send without a push config: one object for all of them. */
+const noSendOptions: SendOptions = Object.freeze({});
 
 /**
  * Counts each tenant's open streams so one tenant cannot hold every
@@ -125,7 +132,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
   /** Registers the push config a send carries for the task it creates or continues, before the agent runs. */
   const sendOptions = (req: SendMessageRequest, tenant: string): SendOptions => {
     const pushConfig = req.configuration?.taskPushNotificationConfig;
-    if (!pushConfig) return {};
+    if (!pushConfig) return noSendOptions;
     const push = requirePush();
     push.validate(pushConfig);
     return { beforeRun: async (run) => void (await push.register(tenant, run.taskId, pushConfig)) };
