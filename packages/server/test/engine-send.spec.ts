@@ -55,7 +55,7 @@ describe("a send before its agent runs", () => {
     const third = textOf(
       (await client.sendMessage({ message: userMessage("third words", { contextId }) })).payload.value as Message,
     );
-    expect(second).toMatch(/^<<<PARLEY_HISTORY ([0-9a-f]{12})>>>\n[^]*user: first words\n[^]*\n\nsecond words$/);
+    expect(second).toMatch(/^<<<PARLEY_HISTORY ([0-9a-f]{12})>>>\n[\s\S]*user: first words\n[\s\S]*\n\nsecond words$/);
     const nonce = (text: string) => /^<<<PARLEY_HISTORY ([0-9a-f]{12})>>>/.exec(text)?.[1];
     expect(nonce(third)).toBeDefined();
     expect(nonce(third)).not.toBe(nonce(second));

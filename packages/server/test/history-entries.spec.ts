@@ -11,7 +11,10 @@ const messages = [
   create(MessageSchema, {
     messageId: "b",
     role: Role.AGENT,
-    parts: [{ content: { case: "text", value: "one" } }, { content: { case: "url", value: "http://x" }, filename: "f" }],
+    parts: [
+      { content: { case: "text", value: "one" } },
+      { content: { case: "url", value: "http://x" }, filename: "f" },
+    ],
     metadata: { "urn:chain": { id: "c", stepsLeft: 3, hopCount: 1 }, parley: { source: "session-a", hops: ["x"] } },
   }),
   create(MessageSchema, {
@@ -43,7 +46,7 @@ describe("history entries of appended messages", () => {
   it("are the entries a decode of the stored bytes makes", async () => {
     const decoded = await readHistory(storeOf(storedOf()), { tenant: "", contextId: "c" }, 10, 20);
     const appended = storedOf();
-    appended.forEach((stored, i) => rememberAppended(stored, messages[i]!));
+    for (const [i, stored] of appended.entries()) rememberAppended(stored, messages[i]!);
     const remembered = await readHistory(storeOf(appended), { tenant: "", contextId: "c" }, 10, 20);
     expect(remembered).toEqual(decoded);
     expect(decoded.map((e) => e.source)).toEqual([undefined, "session-a", undefined]);

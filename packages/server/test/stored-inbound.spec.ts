@@ -4,7 +4,11 @@ import { describe, expect, it } from "vitest";
 import { encodeInbound, encodeStoredInbound, storedInbound } from "../src/engine/message-validation.js";
 
 const inbounds = {
-  fresh: create(MessageSchema, { messageId: "m1", role: Role.USER, parts: [{ content: { case: "text", value: "hi" } }] }),
+  fresh: create(MessageSchema, {
+    messageId: "m1",
+    role: Role.USER,
+    parts: [{ content: { case: "text", value: "hi" } }],
+  }),
   "no role, metadata and lists": create(MessageSchema, {
     messageId: "m2",
     parts: [{ content: { case: "text", value: "ü☃" }, filename: "f" }, { content: { case: "url", value: "http://x" } }],

@@ -20,7 +20,8 @@ export function validateMessage(message: Message, limits: ParleyConfig["limits"]
   const parts = message.parts;
   for (let i = 0; i < parts.length; i++) {
     const content = parts[i]!.content;
-    if (content.case === undefined) throw invalidArgument(`message.parts[${i}] has no content (text, raw, url or data)`);
+    if (content.case === undefined)
+      throw invalidArgument(`message.parts[${i}] has no content (text, raw, url or data)`);
     if (content.case === "data") requireJsonValue(content.value, `message.parts[${i}].data`);
     else if (content.case === "text" && content.value.length > limits.maxTextChars) {
       throw createTypedError(
@@ -39,7 +40,8 @@ function checkIdBytes(name: "messageId" | "contextId" | "taskId", value: string)
   // A UTF-16 code unit is at most 3 UTF-8 bytes: most ids are far below their limit and need no count.
   if (value.length * 3 <= idLimits[name]) return;
   const bytes = Buffer.byteLength(value);
-  if (bytes > idLimits[name]) throw invalidArgument(`message.${name} is ${bytes} bytes; the limit is ${idLimits[name]}`);
+  if (bytes > idLimits[name])
+    throw invalidArgument(`message.${name} is ${bytes} bytes; the limit is ${idLimits[name]}`);
 }
 
 /**
@@ -90,7 +92,8 @@ const roleField = MessageSchema.field.role.number;
  */
 export function encodeStoredInbound(payload: Uint8Array, inbound: Message, stored: Message): Uint8Array {
   const writer = new BinaryWriter().raw(payload);
-  if (stored.contextId !== inbound.contextId) writer.tag(contextIdField, WireType.LengthDelimited).string(stored.contextId);
+  if (stored.contextId !== inbound.contextId)
+    writer.tag(contextIdField, WireType.LengthDelimited).string(stored.contextId);
   if (stored.taskId !== inbound.taskId) writer.tag(taskIdField, WireType.LengthDelimited).string(stored.taskId);
   if (stored.role !== inbound.role) writer.tag(roleField, WireType.Varint).int32(stored.role);
   return writer.finish();

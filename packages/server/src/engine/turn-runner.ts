@@ -54,10 +54,7 @@ export interface TurnContext {
 export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn: AgentTurn): Promise<void> {
   const timeoutMs = ctx.agentStepTimeoutMs;
   const timer = setTimeout(
-    () =>
-      run.abort(
-        new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`),
-      ),
+    () => run.abort(new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`)),
     timeoutMs,
   );
   timer.unref();
