@@ -2,7 +2,7 @@ import { create, type JsonObject } from "@bufbuild/protobuf";
 import { PartSchema } from "@parley/proto";
 import { messageText } from "../engine/history.js";
 import { parleyAnnotations, parleyMetadataKey } from "../engine/parley-metadata.js";
-import { recordedPhases, sessionStepOf, stepInstructions } from "../sessions/session-step.js";
+import { recordedPhases, type SessionStep, sessionStepOf, stepInstructions } from "../sessions/session-step.js";
 import { isSilentReply, replyDigest, silenceTokenSet } from "../sessions/silence.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 
@@ -38,37 +38,45 @@ export function guardSessionSteps(agent: Agent, configuredTokens: readonly strin
   return {
     name: agent.name,
     description: agent.description,
-    async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
+    run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       const step = sessionStepOf(turn.message);
-      if (!step || recordedPhases.has(step.phase)) {
-        yield* agent.run(turn);
-        return;
-      }
-      const instructions = stepInstructions(step);
-      const framed: AgentTurn = {
-        ...turn,
-        text: `${instructions}\n\n${turn.text}`,
-        framedText: `${instructions}\n\n${turn.framedText}`,
-      };
-      let reply = "";
-      for await (const event of agent.run(framed)) {
-        if (event.type === "text") reply += event.text;
-        else if (event.type === "message")
-          reply += messageText({ parts: event.parts.map((p) => create(PartSchema, p)) });
-        else yield event;
-      }
-      if (isSilentReply(reply, tokens)) {
-        yield marker({ outcome: "silent" });
-        return;
-      }
-      const repeated = reply.trim() === "" ? -1 : step.suppress.indexOf(replyDigest(reply));
-      if (repeated >= 0) {
-        yield marker({ outcome: "repeat", of: repeated });
-        return;
-      }
-      if (reply !== "") yield { type: "text", text: reply };
+      // Not a step: the agent's own events, not passed through one more async generator (a promise and a
+      // tick per event).
+      if (!step || recordedPhases.has(step.phase)) return agent.run(turn);
+      return guardStep(agent, turn, step, tokens);
     },
   };
+}
+
+/** A step's turn: the protocol instructions above its input, its reply held back until it is complete. */
+async function* guardStep(
+  agent: Agent,
+  turn: AgentTurn,
+  step: SessionStep,
+  tokens: ReadonlySet<string>,
+): AsyncIterable<AgentEvent> {
+  const instructions = stepInstructions(step);
+  const framed: AgentTurn = {
+    ...turn,
+    text: `${instructions}\n\n${turn.text}`,
+    framedText: `${instructions}\n\n${turn.framedText}`,
+  };
+  let reply = "";
+  for await (const event of agent.run(framed)) {
+    if (event.type === "text") reply += event.text;
+    else if (event.type === "message") reply += messageText({ parts: event.parts.map((p) => create(PartSchema, p)) });
+    else yield event;
+  }
+  if (isSilentReply(reply, tokens)) {
+    yield marker({ outcome: "silent" });
+    return;
+  }
+  const repeated = reply.trim() === "" ? -1 : step.suppress.indexOf(replyDigest(reply));
+  if (repeated >= 0) {
+    yield marker({ outcome: "repeat", of: repeated });
+    return;
+  }
+  if (reply !== "") yield { type: "text", text: reply };
 }
 
 /** Reads the marker back from an artifact, if it is one. */
