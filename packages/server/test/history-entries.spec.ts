@@ -28,7 +28,7 @@ const provenances = ["user", "inter-session", "imported"] as const;
 
 function storedOf(): StoredMessage[] {
   return messages.map((m, i) => ({
-    sequence: i + 1,
+    sequence: i + 3,
     messageId: m.messageId,
     provenance: provenances[i]!,
     taskId: "t",
@@ -44,10 +44,10 @@ function storeOf(stored: StoredMessage[]) {
 
 describe("history entries of appended messages", () => {
   it("are the entries a decode of the stored bytes makes", async () => {
-    const decoded = await readHistory(storeOf(storedOf()), { tenant: "", contextId: "c" }, 10, 20);
+    const decoded = await readHistory(storeOf(storedOf()), { tenant: "", contextId: "c" }, 20, 20);
     const appended = storedOf();
     for (const [i, stored] of appended.entries()) rememberAppended(stored, messages[i]!);
-    const remembered = await readHistory(storeOf(appended), { tenant: "", contextId: "c" }, 10, 20);
+    const remembered = await readHistory(storeOf(appended), { tenant: "", contextId: "c" }, 20, 20);
     expect(remembered).toEqual(decoded);
     expect(decoded.map((e) => e.source)).toEqual([undefined, "session-a", undefined]);
     expect(decoded[2]!.role).toBe("agent");

@@ -47,7 +47,10 @@ export function rememberAppended(
   message: Pick<Message, "parts" | "metadata" | "role">,
   text: string = messageText(message),
 ): void {
-  if (!decodedHistory.has(stored)) decodedHistory.set(stored, historyEntryOf(stored, message, text));
+  // The first turn of a thread (its messages 1 and 2) is read back from the database by the next one (a
+  // store caches a thread's tail once it has read it), so an entry for those objects would never be used.
+  if (stored.sequence <= 2 || decodedHistory.has(stored)) return;
+  decodedHistory.set(stored, historyEntryOf(stored, message, text));
 }
 
 function decodeHistoryEntry(stored: StoredMessage): HistoryEntry {
