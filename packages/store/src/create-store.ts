@@ -61,7 +61,7 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
   let closing: Promise<void> | undefined;
   return {
     kind: "level",
-    store: fenceLevelStore(store, leases),
+    store: fenceLevelStore(store, leases, events),
     leases,
     events,
     retention: {

@@ -364,6 +364,13 @@ export interface WriteOptions {
    * FencedThreadStore.acquiresInAppend; never with a fence): the write happens only when the lease is granted.
    */
   readonly acquire?: LeaseRequest;
+  /**
+   * Events of the fence's task to append to its event log in the same atomic write (only where
+   * FencedThreadStore.writesEvents, and only with a fence): a run's last events land with its final task and
+   * reply, or not at all, in one batch instead of two. Their seqs must follow the log's last one, as in
+   * TaskEventLog.append. An append that turns out to be a retry (nothing written) still appends them.
+   */
+  readonly events?: readonly TaskEvent[];
 }
 
 /** The lease an append takes for its run (see WriteOptions.acquire). */
@@ -380,6 +387,8 @@ export interface LeaseRequest {
 export interface FencedThreadStore extends ThreadStore {
   /** True when append can take the context's lease in the same write (WriteOptions.acquire): PostgreSQL. */
   readonly acquiresInAppend?: boolean;
+  /** True when a fenced write can carry task events into the same atomic write (WriteOptions.events): LevelDB. */
+  readonly writesEvents?: boolean;
   append(key: ThreadKey, input: AppendInput, task?: TaskRecord, options?: WriteOptions): Promise<AppendResult>;
   putTask(task: TaskRecord, options?: WriteOptions): Promise<void>;
 }

@@ -22,6 +22,17 @@ export interface ReplicaCoordinator {
   /** Options that every store write of this run passes (a fence), if any. */
   writeOptions(run: TaskRun): WriteOptions | undefined;
   /**
+   * Runs the run's final store write (its final task, with its reply) with the options it must pass. Where the
+   * store can, those also carry the run's queued events and `last`, its final event, so they land in the same
+   * atomic write; `last` must then be published, unchanged, right after `write` settles (logging it again is
+   * skipped). Otherwise the events go to the log as they would have.
+   */
+  finalWrite<T>(
+    run: TaskRun,
+    last: StreamResponse,
+    write: (options: WriteOptions | undefined) => Promise<T>,
+  ): Promise<T>;
+  /**
    * Sees every event a run publishes, in order; it must only enqueue.
    * Undefined when there is nothing to do, so publishing costs nothing extra.
    */

@@ -8,10 +8,11 @@ import {
   MessageSchema,
   type PartSchema,
   Role,
+  type StreamResponse,
   TaskState,
   TaskStatusSchema,
 } from "@parley/proto";
-import type { FencedThreadStore } from "@parley/store";
+import type { FencedThreadStore, TaskRecord, WriteOptions } from "@parley/store";
 import type { Logger } from "pino";
 import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
 import { withChainReport } from "../chain/chain-budget.js";
@@ -161,10 +162,11 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     const reply = replyBody !== undefined && replyBody !== "" ? agentMessage(task, replyBody) : undefined;
     if (reply) task.history.push(reply);
     setStatus(task, finalState, statusText);
-    await persistOutcome(ctx, run, reply);
-    ctx.leave(run);
     const final = statusEvent(task);
     if (final.payload.case === "statusUpdate") final.payload.value.metadata = task.metadata;
+    // The final event is logged with the outcome where the store can (one batch), and published once it landed.
+    await persistOutcome(ctx, run, reply, false, final);
+    ctx.leave(run);
     run.publish(final);
   } catch (error) {
     ctx.logger.error({ taskId: run.taskId, err: error }, "could not record the end of a task");
@@ -184,24 +186,40 @@ async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message)
   // Nobody was shown the task: it ends with the reply (its turn-in-flight record removed), and a retry
   // of the message is answered with the reply from the thread.
   const hidden = !run.visible;
-  await persistOutcome(ctx, run, reply, hidden);
+  const last = streamEvent({ case: "message", value: reply });
+  // A hidden task's reply is never logged (nobody can follow the task); a visible one's is, with the outcome.
+  await persistOutcome(ctx, run, reply, hidden, hidden ? undefined : last);
   // Someone asked for the task while its end was being written: it stays, COMPLETED.
   if (hidden && run.visible) await ctx.store.putTask(taskRecord(run.tenant, task), ctx.coordinator.writeOptions(run));
   ctx.leave(run);
-  run.publish(streamEvent({ case: "message", value: reply }));
+  run.publish(last);
 }
 
-/** Stores the turn's outcome: the reply appended to the thread with the final task, or the task alone. */
+/**
+ * Stores the turn's outcome: the reply appended to the thread with the final task, or the task alone; with
+ * `last` (the run's final event, published after this) through the coordinator's final write.
+ */
 async function persistOutcome(
   ctx: TurnContext,
   run: TaskRun,
   reply: Message | undefined,
-  hidden = false,
+  hidden: boolean,
+  last?: StreamResponse,
 ): Promise<void> {
   // A turn that ends as a task hands its caller the task: from now on it is visible.
   if (!hidden) run.visible = true;
   const record = hidden ? { ...taskRecord(run.tenant, run.task), hidden } : taskRecord(run.tenant, run.task);
-  const fenced = ctx.coordinator.writeOptions(run);
+  if (!last) return writeOutcome(ctx, run, reply, record, ctx.coordinator.writeOptions(run));
+  return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, fenced));
+}
+
+async function writeOutcome(
+  ctx: TurnContext,
+  run: TaskRun,
+  reply: Message | undefined,
+  record: TaskRecord,
+  fenced: WriteOptions | undefined,
+): Promise<void> {
   if (reply) {
     const appended = await ctx.store.append(
       { tenant: run.tenant, contextId: run.contextId },

@@ -68,6 +68,8 @@ interface RunState {
   lost: boolean;
   /** Set when the run's final event freed the lease in the same write (a PostgreSQL log does that). */
   released: boolean;
+  /** The seq of the run's final event once it was logged with the run's final write (finalWrite), else 0. */
+  loggedFinal: number;
   /** The pending start of the next flush, while events gather (eventBatchMs). */
   gathering: NodeJS.Timeout | undefined;
   /** Ending the task of a lost replica whose lease this run's append took over; awaited before the lease is freed. */
@@ -182,6 +184,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       flushing: undefined,
       lost: false,
       released: false,
+      loggedFinal: 0,
       gathering: undefined,
       renewer: undefined,
       ending: undefined,
@@ -224,6 +227,31 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     return state ? { fence: state.fence } : undefined;
   }
 
+  async finalWrite<T>(
+    run: TaskRun,
+    last: StreamResponse,
+    write: (options: WriteOptions | undefined) => Promise<T>,
+  ): Promise<T> {
+    const state = this.runs.get(run);
+    if (!state || !this.options.store.writesEvents || !endsRun(last)) return write(this.writeOptions(run));
+    // Earlier batches first: the log takes this run's events in seq order, each batch after the one before.
+    while (state.flushing) await state.flushing;
+    if (state.lost || state.released) return write(this.writeOptions(run));
+    clearTimeout(state.gathering);
+    state.gathering = undefined;
+    const seq = state.seqBase + run.events.length + 1;
+    const batch = [...state.queue.splice(0, state.queue.length), { seq, payload: encodeEvent(last), final: true }];
+    try {
+      const written = await write({ fence: state.fence, events: batch });
+      state.loggedFinal = seq;
+      return written;
+    } catch (error) {
+      // Nothing of the write landed: the events queued before it are logged as usual (finish flushes them).
+      state.queue.unshift(...batch.slice(0, -1));
+      throw error;
+    }
+  }
+
   /** The seq after which this run's events start in the shared log. */
   streamStart(run: TaskRun): number {
     return this.runs.get(run)?.seqBase ?? 0;
@@ -235,8 +263,11 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     if (!state || state.lost || state.released) return;
     // A Message that ends a run nobody was shown: no one can subscribe to its task, which is not kept.
     if (!run.visible && event.payload.case === "message") return;
+    const seq = state.seqBase + run.events.length;
+    // Logged already, with the run's final write.
+    if (seq === state.loggedFinal) return;
     const final = endsRun(event);
-    state.queue.push({ seq: state.seqBase + run.events.length, payload: encodeEvent(event), final });
+    state.queue.push({ seq, payload: encodeEvent(event), final });
     // A flush in flight takes everything queued meanwhile. Otherwise events gather for eventBatchMs, so a
     // streaming agent costs a write per window, not per chunk; the run's last event goes at once.
     if (state.flushing) return;

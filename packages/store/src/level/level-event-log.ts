@@ -1,7 +1,7 @@
 import { ByteReader, concatBytes, encodeUtf8, lengthPrefixed, readU64, toHex, u32, u64 } from "../core/bytes.js";
 import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
 import { checkId } from "../core/ids.js";
-import { StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
+import { type Fence, StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
 import { key, prefixEnd, T_EVENT, T_EVENT_HEAD, T_EVENTS_ENDED } from "./level-keys.js";
 import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
 import type { LevelLeases } from "./level-leases.js";
@@ -121,8 +121,21 @@ interface Waiters {
  * reply costs a few batches, not a write per chunk. Followers are woken in
  * process, as one process owns the directory.
  */
+/** An append's ops, to be written in the caller's batch (LevelEventLog.prepare). */
+export interface PreparedEvents {
+  readonly ops: LevelBatchOp[];
+  /** Call once the batch holding `ops` was written. */
+  landed(): void;
+}
+
 /** The LevelDB event log, plus what the retention pass of the same database needs. */
 export interface LevelEventLog extends TaskEventLog {
+  /**
+   * The ops of an append (checked as append checks them: fence, seqs), for a caller that writes them in its own
+   * atomic batch (the fenced thread store, WriteOptions.events); `landed` must be called once that batch is
+   * written: it moves the cached head and wakes the followers. Nothing may append to the task in between.
+   */
+  prepare(tenant: string, taskId: string, events: readonly TaskEvent[], fence: Fence): PreparedEvents;
   /** Forgets the cached head of a task whose log was deleted with its thread (level-retention.ts). */
   forget(tenant: string, taskId: string): void;
 }
@@ -224,51 +237,63 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     resolve();
   };
 
+  /** The ops that append `events` (checked against the head now), and what to do once they landed. */
+  const prepare = (tenant: string, taskId: string, events: readonly TaskEvent[], fence: Fence): PreparedEvents => {
+    open("append");
+    const tk = taskKey(tenant, taskId);
+    if (fence.key.tenant !== tenant) throw new RangeError("the fence belongs to another tenant than the task");
+    leases.check(fence);
+    const hex = toHex(tk);
+    const before = headOf(tk, hex);
+    checkEventBatch(taskId, events, before?.lastSeq ?? 0);
+    const last = events[events.length - 1]!;
+    const head: Head = {
+      lastSeq: last.seq,
+      ended: last.final ? now() : 0,
+      runStart: lastFinalSeq(events) ?? (before ? before.runStart : 0),
+    };
+    const ops: LevelBatchOp[] = [];
+    // Records of at most RECORD_BYTES (one event at least): a group commit under load can carry a whole long
+    // reply, and every read of every follower would load that record whole to take a few of its events.
+    let from = 0;
+    let bytes = 0;
+    for (let i = 0; i < events.length; i++) {
+      bytes += events[i]!.payload.length;
+      if (bytes < RECORD_BYTES && i < events.length - 1) continue;
+      const part = from === 0 && i === events.length - 1 ? events : events.slice(from, i + 1);
+      ops.push({ type: "put", key: key(T_EVENT, tk, u64(events[i]!.seq)), value: encodeBatch(part) });
+      from = i + 1;
+      bytes = 0;
+    }
+    ops.push({ type: "put", key: key(T_EVENT_HEAD, tk), value: encodeHead(head) });
+    if (last.final) {
+      // Only a run's end is indexed for the sweep: one record per run, none per chunk.
+      ops.push({
+        type: "put",
+        key: key(T_EVENTS_ENDED, u64(head.ended), tk),
+        value: lengthPrefixed([encodeUtf8(tenant), encodeUtf8(taskId)]),
+      });
+    }
+    return {
+      ops,
+      landed() {
+        remember(hex, head);
+        wake(hex);
+      },
+    };
+  };
+
   return {
     async append(tenant, taskId, events, fence) {
-      open("append");
-      const tk = taskKey(tenant, taskId);
-      if (fence.key.tenant !== tenant) throw new RangeError("the fence belongs to another tenant than the task");
-      leases.check(fence);
-      const hex = toHex(tk);
-      const before = headOf(tk, hex);
-      checkEventBatch(taskId, events, before?.lastSeq ?? 0);
-      const last = events[events.length - 1]!;
-      const head: Head = {
-        lastSeq: last.seq,
-        ended: last.final ? now() : 0,
-        runStart: lastFinalSeq(events) ?? (before ? before.runStart : 0),
-      };
-      const ops: LevelBatchOp[] = [];
-      // Records of at most RECORD_BYTES (one event at least): a group commit under load can carry a whole long
-      // reply, and every read of every follower would load that record whole to take a few of its events.
-      let from = 0;
-      let bytes = 0;
-      for (let i = 0; i < events.length; i++) {
-        bytes += events[i]!.payload.length;
-        if (bytes < RECORD_BYTES && i < events.length - 1) continue;
-        const part = from === 0 && i === events.length - 1 ? events : events.slice(from, i + 1);
-        ops.push({ type: "put", key: key(T_EVENT, tk, u64(events[i]!.seq)), value: encodeBatch(part) });
-        from = i + 1;
-        bytes = 0;
-      }
-      ops.push({ type: "put", key: key(T_EVENT_HEAD, tk), value: encodeHead(head) });
-      if (last.final) {
-        // Only a run's end is indexed for the sweep: one record per run, none per chunk.
-        ops.push({
-          type: "put",
-          key: key(T_EVENTS_ENDED, u64(head.ended), tk),
-          value: lengthPrefixed([encodeUtf8(tenant), encodeUtf8(taskId)]),
-        });
-      }
-      // The fence was checked synchronously above; one process owns the leases, so no one can take it over
+      const prepared = prepare(tenant, taskId, events, fence);
+      // The fence was checked synchronously in prepare; one process owns the leases, so no one can take it over
       // before the batch is issued (the same argument as the fenced thread store).
-      await keyspace.write(ops);
-      remember(hex, head);
-      wake(hex);
+      await keyspace.write(prepared.ops);
+      prepared.landed();
       // The in-process lease is not this log's to free: the coordinator frees it after the run's last batch.
       return { released: false };
     },
+    prepare,
     async read(tenant, taskId, afterSeq, limit) {
       open("read");
       checkAfterSeq(afterSeq);

@@ -13,10 +13,11 @@ import type {
   ThreadKey,
   ThreadMeta,
   ThreadPage,
-  ThreadStore,
   WriteOptions,
 } from "../types.js";
+import type { LevelEventLog, PreparedEvents } from "./level-event-log.js";
 import type { LevelLeases } from "./level-leases.js";
+import type { LevelThreadStore } from "./level-thread-store.js";
 
 /**
  * Fences a single-process store with the in-process lease table. The check
@@ -24,21 +25,42 @@ import type { LevelLeases } from "./level-leases.js";
  * is no other holder that could take the lease over while the write is in
  * flight, so checking then writing is as strong as checking inside the batch.
  */
-export function fenceLevelStore(store: ThreadStore, leases: LevelLeases): FencedThreadStore {
-  const checkFence = (options: WriteOptions | undefined, tenant: string, contextId: string) => {
+export function fenceLevelStore(
+  store: LevelThreadStore,
+  leases: LevelLeases,
+  events: LevelEventLog,
+): FencedThreadStore {
+  /** Checks the fence; with WriteOptions.events, the event log's ops to write in the same batch. */
+  const checkFence = (
+    options: WriteOptions | undefined,
+    tenant: string,
+    contextId: string,
+  ): PreparedEvents | undefined => {
     const fence = options?.fence;
-    if (!fence) return;
+    if (!fence) {
+      if (options?.events) throw new RangeError("WriteOptions.events needs a fence (the events' task and lease)");
+      return undefined;
+    }
     checkFenceFor(fence, tenant, contextId);
     leases.check(fence);
+    const logged = options?.events;
+    return logged && logged.length > 0 ? events.prepare(tenant, fence.taskId, logged, fence) : undefined;
   };
   return {
+    writesEvents: true,
     async append(key: ThreadKey, input: AppendInput, task?: TaskRecord, options?: WriteOptions): Promise<AppendResult> {
-      checkFence(options, key.tenant, key.contextId);
-      return store.append(key, input, task);
+      const prepared = checkFence(options, key.tenant, key.contextId);
+      const result = await store.append(key, input, task, prepared?.ops);
+      if (prepared && result.duplicate) {
+        // A retry writes nothing, its events included: they are appended on their own.
+        await events.append(key.tenant, options!.fence!.taskId, options!.events!, options!.fence!);
+      } else prepared?.landed();
+      return result;
     },
     async putTask(task: TaskRecord, options?: WriteOptions): Promise<void> {
-      checkFence(options, task.tenant, task.contextId);
-      return store.putTask(task);
+      const prepared = checkFence(options, task.tenant, task.contextId);
+      await store.putTask(task, prepared?.ops);
+      prepared?.landed();
     },
     tail: (key: ThreadKey, count: number) => store.tail(key, count),
     readMessages: (

@@ -106,9 +106,10 @@ export function withTask<T>(ctx: LevelContext, task: TaskRecord, write: (ops: Ba
   });
 }
 
-export async function putTask(ctx: LevelContext, task: TaskRecord): Promise<void> {
+/** `extra`: ops of another table to write in the same batch (a run's last events). */
+export async function putTask(ctx: LevelContext, task: TaskRecord, extra?: readonly BatchOp[]): Promise<void> {
   checkTask(task);
-  await withTask(ctx, task, ctx.write);
+  await withTask(ctx, task, extra ? (ops) => ctx.write([...ops, ...extra]) : ctx.write);
 }
 
 async function readTask(

@@ -5,17 +5,19 @@ import { bindJobs } from "../core/bind-jobs.js";
 import { taskHash } from "../core/digests.js";
 import {
   type AppendInput,
+  type AppendResult,
   type CommitStats,
   type RetentionQuery,
   type RetentionResult,
   StoreError,
+  type TaskRecord,
   type ThreadKey,
   type ThreadMeta,
   type ThreadStore,
 } from "../types.js";
 import { createLevelContext, type LevelContext, pointRead } from "./level-context.js";
 import type { Db } from "./level-keys.js";
-import type { LevelKeyspace } from "./level-keyspace.js";
+import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
 import { createReadGate, poolSize } from "./level-read-gate.js";
 import { finishPendingRetention, type LevelRetentionHooks, purgeIdleThreads } from "./level-retention.js";
@@ -41,6 +43,10 @@ export interface LevelThreadStoreOptions {
 
 /** ThreadStore plus helpers meant for tools (imports, benchmarks), not for the request path. */
 export interface LevelThreadStore extends ThreadStore {
+  /** `extra`: ops of another table of this database written in the same batch (not when the append is a retry). */
+  append(key: ThreadKey, input: AppendInput, task?: TaskRecord, extra?: readonly LevelBatchOp[]): Promise<AppendResult>;
+  /** `extra`: ops of another table of this database written in the same batch. */
+  putTask(task: TaskRecord, extra?: readonly LevelBatchOp[]): Promise<void>;
   /**
    * Appends many messages to one thread in a single atomic batch, without
    * retry detection (the messageId index is still written, so later appends

@@ -89,6 +89,8 @@ export async function append(
   threadKey: ThreadKey,
   input: AppendInput,
   task?: TaskRecord,
+  /** Ops of another table to write in the same batch (a run's last events); not written when this is a retry. */
+  extra?: readonly BatchOp[],
 ): Promise<AppendResult> {
   checkAppend(threadKey, input, task);
   const { tenant, contextId } = threadKey;
@@ -128,6 +130,7 @@ export async function append(
       ...threadIndexOps(th, meta, next),
     ];
     if (idEntry) ops.push({ type: "put", key: idEntry.key, value: encodeMessageIdEntries(idEntry.entries) });
+    if (extra) ops.push(...extra);
     try {
       if (task === undefined) {
         await ctx.write(ops);
