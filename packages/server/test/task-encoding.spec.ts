@@ -40,6 +40,14 @@ describe("task encoding", () => {
     const m = message("once", Role.USER);
     expect(encodeMessage(m)).toBe(encodeMessage(m));
     expect(fromBinary(MessageSchema, encodeMessage(m))).toEqual(m);
+    // A stored message's bytes recognise its retries: they are toBinary's, metadata or not, later fields or not.
+    expect(encodeMessage(m)).toEqual(toBinary(MessageSchema, m));
+    const later = message("later fields", Role.USER);
+    later.extensions = ["https://example.com/ext"];
+    later.referenceTaskIds = ["t-0"];
+    expect(encodeMessage(later)).toEqual(toBinary(MessageSchema, later));
+    const bare = create(MessageSchema, { messageId: "m", parts: [{ content: { case: "text", value: "x" } }] });
+    expect(encodeMessage(bare)).toEqual(toBinary(MessageSchema, bare));
   });
 
   it("encodes a task snapshot event as toBinary does, sharing the history's messages and nothing else", () => {
@@ -59,5 +67,32 @@ describe("task encoding", () => {
     const decoded = fromBinary(StreamResponseSchema, encodeEvent(event));
     expect(equals(StreamResponseSchema, decoded, event)).toBe(true);
     expect(encodeEvent(statusEvent(task))).toEqual(toBinary(StreamResponseSchema, statusEvent(task)));
+  });
+
+  it("writes Struct metadata (every JSON kind) byte for byte as toBinary, in a task and in a status event", () => {
+    const metadata = {
+      "https://parley.dev/ext/chain/v1": { id: "c-1", stepsLeft: 0, hopCount: 2.5 },
+      empty: {},
+      list: [null, "", "two", true, false, -1, [], [{ deep: [1] }]],
+      none: null,
+      text: "☃",
+    };
+    const task = create(TaskSchema, {
+      id: "task",
+      contextId: "ctx",
+      status: { state: TaskState.COMPLETED, timestamp: timestampNow() },
+      metadata,
+    });
+    expect(encodeTask(task)).toEqual(toBinary(TaskSchema, task));
+    task.metadata = {};
+    expect(encodeTask(task)).toEqual(toBinary(TaskSchema, task));
+    task.metadata = metadata;
+    task.history = [message("first", Role.USER), message("second", Role.AGENT)];
+    expect(encodeTask(task)).toEqual(toBinary(TaskSchema, task));
+    expect(task.metadata).toBe(metadata);
+    const event = statusEvent(task);
+    if (event.payload.case === "statusUpdate") event.payload.value.metadata = metadata;
+    expect(encodeEvent(event)).toEqual(toBinary(StreamResponseSchema, event));
+    expect(equals(StreamResponseSchema, fromBinary(StreamResponseSchema, encodeEvent(event)), event)).toBe(true);
   });
 });
