@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 const utf8 = new TextEncoder();
 // fatal: a stored string that is not valid UTF-8 was not written by this store.
@@ -49,8 +49,9 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
   return a.length - b.length;
 }
 
+/** One-shot (no Hash object per call): every send hashes its thread, task, message id and payload (measured). */
 export function sha256(data: Uint8Array): Uint8Array {
-  const digest = createHash("sha256").update(data).digest();
+  const digest = hash("sha256", data, "buffer");
   return new Uint8Array(digest.buffer, digest.byteOffset, digest.length);
 }
 
