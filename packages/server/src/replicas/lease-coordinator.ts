@@ -66,7 +66,7 @@ interface RunState {
   flushing: Promise<void> | undefined;
   /** Set when the lease is gone: nothing more of this run may be written. */
   lost: boolean;
-  /** Set when the run's final event freed the lease in the same write (a PostgreSQL log does that). */
+  /** Set when the lease was freed with the run's final event (a PostgreSQL log's append, or finalWrite). */
   released: boolean;
   /** The seq of the run's final event once it was logged with the run's final write (finalWrite), else 0. */
   loggedFinal: number;
@@ -244,6 +244,14 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     try {
       const written = await write({ fence: state.fence, events: batch });
       state.loggedFinal = seq;
+      // The run's last event is durable with its outcome: the lease is freed now, in the same tick as the
+      // write's end (finish has nothing left to flush), so nobody who read the final task finds the context
+      // still leased. A lost replica's task being ended under this lease keeps it until finish.
+      if (!state.ending) {
+        state.released = true;
+        clearTimeout(state.renewer);
+        await this.releaseLease(state.fence);
+      }
       return written;
     } catch (error) {
       // Nothing of the write landed: the events queued before it are logged as usual (finish flushes them).
