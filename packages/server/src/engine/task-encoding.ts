@@ -1,4 +1,4 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import {
   type Message,
   MessageSchema,
@@ -62,14 +62,10 @@ function encodeMessageOnce(message: Message): Uint8Array {
     message.referenceTaskIds.length === 0 &&
     (message.$unknown === undefined || message.$unknown.length === 0);
   if (!last) return toBinary(MessageSchema, message);
-  let head: Uint8Array;
-  message.metadata = undefined;
-  try {
-    head = toBinary(MessageSchema, message);
-  } finally {
-    message.metadata = metadata;
-  }
-  return concat(head, structField(MESSAGE_METADATA_FIELD, metadata));
+  return concat(
+    toBinaryWith(MessageSchema, message, { metadata: undefined }),
+    structField(MESSAGE_METADATA_FIELD, metadata),
+  );
 }
 
 /**
@@ -79,15 +75,7 @@ function encodeMessageOnce(message: Message): Uint8Array {
  */
 export function encodeTask(task: Task): Uint8Array {
   const { history, metadata } = task;
-  let head: Uint8Array;
-  task.history = [];
-  task.metadata = undefined;
-  try {
-    head = toBinary(TaskSchema, task);
-  } finally {
-    task.history = history;
-    task.metadata = metadata;
-  }
+  const head = toBinaryWith(TaskSchema, task, { history: [], metadata: undefined });
   if (history.length === 0 && metadata === undefined) return head;
   const parts = [head];
   for (const message of history) parts.push(delimited(TASK_HISTORY_FIELD, encodeMessage(message)));
@@ -97,15 +85,27 @@ export function encodeTask(task: Task): Uint8Array {
 
 /** A status update with its metadata written directly (see structField); the same bytes as toBinary. */
 function encodeStatusUpdate(update: TaskStatusUpdateEvent): Uint8Array {
-  const metadata = update.metadata!;
-  let head: Uint8Array;
-  update.metadata = undefined;
+  const head = toBinaryWith(TaskStatusUpdateEventSchema, update, { metadata: undefined });
+  return concat(head, structField(STATUS_METADATA_FIELD, update.metadata!));
+}
+
+/**
+ * toBinary of `value` with some fields set to `blanks` for the call and restored after: the fields the caller
+ * then writes by hand (already encoded messages, Struct metadata). No copy of the message is made.
+ */
+function toBinaryWith<Desc extends DescMessage>(
+  schema: Desc,
+  value: MessageShape<Desc>,
+  blanks: Partial<MessageShape<Desc>>,
+): Uint8Array {
+  const target = value as Record<string, unknown>;
+  const saved = Object.keys(blanks).map((k) => [k, target[k]] as const);
+  Object.assign(target, blanks);
   try {
-    head = toBinary(TaskStatusUpdateEventSchema, update);
+    return toBinary(schema, value);
   } finally {
-    update.metadata = metadata;
+    for (const [k, v] of saved) target[k] = v;
   }
-  return concat(head, structField(STATUS_METADATA_FIELD, metadata));
 }
 
 function concat(...parts: Uint8Array[]): Uint8Array {
