@@ -12,13 +12,9 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
+import { loaderOf, parseFlags } from "./lib/embedded.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, "").split("=");
-    return [k, v ?? "true"];
-  }),
-);
+const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
 const count = Number(args.count ?? 1000);
 const delay = Number(args.delay ?? 700);
@@ -80,7 +76,7 @@ if (args.client === "true") {
     }
   });
 } else {
-  const load = (p) => import(pathToFileURL(join(root, p)).href);
+  const load = loaderOf(root);
   const { createParley, loadConfig } = await load("packages/server/dist/index.js");
   const { createBridge, createBridgeLogger } = await load("apps/bridge/dist/index.js");
   const dataDir = mkdtempSync(join(tmpdir(), "parley-held-"));

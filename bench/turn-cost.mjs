@@ -16,14 +16,9 @@ import http from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { loaderOf, parseFlags, postJsonRpc, startEmbeddedBridge } from "./lib/embedded.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, "").split("=");
-    return [k, v ?? "true"];
-  }),
-);
+const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
 const sends = Number(args.sends ?? 2000);
 const warm = Number(args.warm ?? 200);
@@ -32,7 +27,7 @@ const path = args.path ?? "bridge";
 const streaming = args.stream === "true";
 const reuse = args.reuse === "true";
 
-const load = (p) => import(pathToFileURL(join(root, p)).href);
+const load = loaderOf(root);
 const require = createRequire(join(root, "package.json"));
 const { ClassicLevel } = require("classic-level");
 
@@ -87,54 +82,9 @@ const messageOf = () => ({
   ...(reuse ? { contextId: reused } : {}),
 });
 if (path === "bridge") {
-  const { createBridge, createBridgeLogger } = await load("apps/bridge/dist/index.js");
-  const bridge = await createBridge({
-    upstream: parley.inProcessTransport(),
-    cards: parley,
-    host: "127.0.0.1",
-    port: 0,
-    grpcAddress: address,
-    logger: createBridgeLogger("warn"),
-  });
-  // Valgrind's pauses (switching instrumentation on) must not look like an idle keep-alive connection.
-  bridge.server.keepAliveTimeout = 600_000;
-  const port = bridge.server.address().port;
+  const { bridge, port } = await startEmbeddedBridge(load, parley, address);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  send = () =>
-    new Promise((done, fail) => {
-      const body = JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: streaming ? "SendStreamingMessage" : "SendMessage",
-        params: { message: messageOf() },
-      });
-      const req = http.request(
-        {
-          host: "127.0.0.1",
-          port,
-          path: "/",
-          method: "POST",
-          agent,
-          headers: {
-            "content-type": "application/json",
-            "a2a-version": "1.0",
-            "content-length": Buffer.byteLength(body),
-          },
-        },
-        (res) => {
-          const chunks = [];
-          res.on("data", (c) => chunks.push(c));
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString();
-            if (res.statusCode !== 200 || text.includes('"error"'))
-              fail(new Error(`${res.statusCode} ${text.slice(0, 300)}`));
-            else done(text);
-          });
-        },
-      );
-      req.on("error", fail);
-      req.end(body);
-    });
+  send = () => postJsonRpc(agent, port, streaming ? "SendStreamingMessage" : "SendMessage", { message: messageOf() });
   close = async () => {
     agent.destroy();
     await bridge.close?.();

@@ -14,15 +14,10 @@ import http from "node:http";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pathToFileURL } from "node:url";
+import { loaderOf, parseFlags, postJsonRpc, startEmbeddedBridge } from "./embedded.mjs";
 import { createBenchDatabase } from "./pg-database.mjs";
 
-const args = Object.fromEntries(
-  process.argv.slice(2).map((a) => {
-    const [k, v] = a.replace(/^--/, "").split("=");
-    return [k, v ?? "true"];
-  }),
-);
+const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("../..", import.meta.url).pathname);
 const sends = Number(args.sends ?? 2000);
 const warm = Number(args.warm ?? 200);
@@ -32,7 +27,7 @@ const inflight = Number(args.inflight ?? 1);
 // --store=leveldb runs the same sends on the embedded store: the difference is what the PostgreSQL path costs.
 const onPg = (args.store ?? "postgres") === "postgres";
 
-const load = (p) => import(pathToFileURL(join(root, p)).href);
+const load = loaderOf(root);
 const require = createRequire(join(root, "packages/store/package.json"));
 const pg = require("pg");
 
@@ -85,60 +80,17 @@ const config = loadConfig({
 });
 const parley = await createParley(config);
 const { address } = await parley.listen();
-const { createBridge, createBridgeLogger } = await load("apps/bridge/dist/index.js");
-const bridge = await createBridge({
-  upstream: parley.inProcessTransport(),
-  cards: parley,
-  host: "127.0.0.1",
-  port: 0,
-  grpcAddress: address,
-  logger: createBridgeLogger("warn"),
-});
-bridge.server.keepAliveTimeout = 600_000;
-const port = bridge.server.address().port;
+const { bridge, port } = await startEmbeddedBridge(load, parley, address);
 const agent = new http.Agent({ keepAlive: true, maxSockets: inflight });
 const reused = randomUUID();
 const send = () =>
-  new Promise((done, fail) => {
-    const body = JSON.stringify({
-      jsonrpc: "2.0",
-      id: 1,
-      method: "SendMessage",
-      params: {
-        message: {
-          messageId: randomUUID(),
-          role: "ROLE_USER",
-          parts: [{ text: "x".repeat(100) }],
-          ...(reuse ? { contextId: reused } : {}),
-        },
-      },
-    });
-    const req = http.request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: "/",
-        method: "POST",
-        agent,
-        headers: {
-          "content-type": "application/json",
-          "a2a-version": "1.0",
-          "content-length": Buffer.byteLength(body),
-        },
-      },
-      (res) => {
-        const chunks = [];
-        res.on("data", (c) => chunks.push(c));
-        res.on("end", () => {
-          const text = Buffer.concat(chunks).toString();
-          if (res.statusCode !== 200 || text.includes('"error"'))
-            fail(new Error(`${res.statusCode} ${text.slice(0, 300)}`));
-          else done(text);
-        });
-      },
-    );
-    req.on("error", fail);
-    req.end(body);
+  postJsonRpc(agent, port, "SendMessage", {
+    message: {
+      messageId: randomUUID(),
+      role: "ROLE_USER",
+      parts: [{ text: "x".repeat(100) }],
+      ...(reuse ? { contextId: reused } : {}),
+    },
   });
 const run = async (n) => {
   let next = 0;
