@@ -202,7 +202,8 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     const f = scaling.flat;
     out.push(
       `- Flat cost, Parley bridge with task replies, ${f.full.requests} fresh-context sends on an empty store vs after ` +
-        `${num(f.threads)} stored threads (filled through @parley/store in ${num(f.fillMs / 1000)} s, ${mb(f.storeBytes)} on disk): ` +
+        `${num(f.threads)} stored threads (filled through @parley/store in ${num(f.fillMs / 1000)} s, ${mb(f.storeBytes)} on disk; ` +
+        `the server idle again ${num((f.settleMs ?? 0) / 1000)} s after the fill, while LevelDB compacted it): ` +
         `${us(f.empty.cpuMsPerRequest)} vs ${us(f.full.cpuMsPerRequest)} of server CPU per send ` +
         `(ratio ${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)}), ${num(f.empty.rps)} vs ${num(f.full.rps)} req/s.`,
     );
