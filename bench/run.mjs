@@ -319,12 +319,21 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
       const spec = { protocol: "jsonrpc", op: "send", contexts: "fresh", url: server.info.jsonRpcUrl };
       // A short warm-up block first (JIT, pools; after the fill, the first compactions), not counted.
       await measure(server, { id, spec, overrides: { warmupMs: 0, durationMs: 60_000, maxRequests: FLAT_BLOCK / 4 } });
+      const threadsBefore = await server.request("threadCpu");
       const r = await measure(server, {
         id,
         spec,
         overrides: { warmupMs: 0, durationMs: 120_000, maxRequests: FLAT_BLOCK },
       });
-      return { requests: r.requests, rps: r.rps, cpuMsPerRequest: r.cpuMsPerRequest };
+      const threadsAfter = await server.request("threadCpu");
+      const perRequest = (k) => (threadsAfter[k] - threadsBefore[k]) / r.requests;
+      return {
+        requests: r.requests,
+        rps: r.rps,
+        cpuMsPerRequest: r.cpuMsPerRequest,
+        mainMsPerRequest: perRequest("main"),
+        othersMsPerRequest: perRequest("others"),
+      };
     };
     try {
       const empty = await block("flat-empty");

@@ -205,7 +205,9 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
         `${num(f.threads)} stored threads (filled through @parley/store in ${num(f.fillMs / 1000)} s, ${mb(f.storeBytes)} on disk; ` +
         `the server idle again ${num((f.settleMs ?? 0) / 1000)} s after the fill, while LevelDB compacted it): ` +
         `${us(f.empty.cpuMsPerRequest)} vs ${us(f.full.cpuMsPerRequest)} of server CPU per send ` +
-        `(ratio ${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)}), ${num(f.empty.rps)} vs ${num(f.full.rps)} req/s.`,
+        `(ratio ${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)}; the JavaScript thread ${us(f.empty.mainMsPerRequest)} vs ` +
+        `${us(f.full.mainMsPerRequest)}, the other threads (LevelDB compaction, libuv pool, V8 workers) ` +
+        `${us(f.empty.othersMsPerRequest)} vs ${us(f.full.othersMsPerRequest)}), ${num(f.empty.rps)} vs ${num(f.full.rps)} req/s.`,
     );
     targets.push([
       `Flat cost: CPU per send after ${num(f.threads)} stored threads within 1.2x of an empty store's` +
