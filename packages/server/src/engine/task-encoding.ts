@@ -51,8 +51,9 @@ export function rememberEncoding(message: Message, bytes: Uint8Array): void {
 }
 
 /**
- * A message's binary encoding, toBinary's bytes exactly (a stored message's bytes recognise its retries, also those encoded by another
- * version): metadata is written directly only where toBinary puts it last, before no later field.
+ * A message's binary encoding, toBinary's bytes exactly (a stored message's bytes recognise its retries, also
+ * those encoded by another version): metadata is written directly only where toBinary puts it last, before no
+ * later field.
  */
 function encodeMessageOnce(message: Message): Uint8Array {
   const metadata = message.metadata;
@@ -62,10 +63,10 @@ function encodeMessageOnce(message: Message): Uint8Array {
     message.referenceTaskIds.length === 0 &&
     (message.$unknown === undefined || message.$unknown.length === 0);
   if (!last) return toBinary(MessageSchema, message);
-  return concat(
+  return concat([
     toBinaryWith(MessageSchema, message, { metadata: undefined }),
     structField(MESSAGE_METADATA_FIELD, metadata),
-  );
+  ]);
 }
 
 /**
@@ -74,19 +75,28 @@ function encodeMessageOnce(message: Message): Uint8Array {
  * that toBinary would have written (and are toBinary's own bytes when the task has no unknown fields).
  */
 export function encodeTask(task: Task): Uint8Array {
-  const { history, metadata } = task;
-  const head = toBinaryWith(TaskSchema, task, { history: [], metadata: undefined });
-  if (history.length === 0 && metadata === undefined) return head;
-  const parts = [head];
-  for (const message of history) parts.push(delimited(TASK_HISTORY_FIELD, encodeMessage(message)));
-  if (metadata !== undefined) parts.push(structField(TASK_METADATA_FIELD, metadata));
-  return concat(...parts);
+  const parts = taskParts(task);
+  return parts.length === 1 ? parts[0]! : concat(parts);
 }
 
-/** A status update with its metadata written directly (see structField); the same bytes as toBinary. */
-function encodeStatusUpdate(update: TaskStatusUpdateEvent): Uint8Array {
-  const head = toBinaryWith(TaskStatusUpdateEventSchema, update, { metadata: undefined });
-  return concat(head, structField(STATUS_METADATA_FIELD, update.metadata!));
+/** The pieces of encodeTask's bytes, in order: each is copied once, into the bytes that join them. */
+function taskParts(task: Task): Uint8Array[] {
+  const { history, metadata } = task;
+  const parts = [toBinaryWith(TaskSchema, task, { history: [], metadata: undefined })];
+  for (const message of history) {
+    const bytes = encodeMessage(message);
+    parts.push(fieldHead(TASK_HISTORY_FIELD, bytes.length), bytes);
+  }
+  if (metadata !== undefined) parts.push(structField(TASK_METADATA_FIELD, metadata));
+  return parts;
+}
+
+/** The pieces of a status update with its metadata written directly (see structField); toBinary's bytes. */
+function statusUpdateParts(update: TaskStatusUpdateEvent): Uint8Array[] {
+  return [
+    toBinaryWith(TaskStatusUpdateEventSchema, update, { metadata: undefined }),
+    structField(STATUS_METADATA_FIELD, update.metadata!),
+  ];
 }
 
 /**
@@ -108,7 +118,7 @@ function toBinaryWith<Desc extends DescMessage>(
   }
 }
 
-function concat(...parts: Uint8Array[]): Uint8Array {
+function concat(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const part of parts) length += part.length;
   const out = new Uint8Array(length);
@@ -120,12 +130,19 @@ function concat(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-/** A length-delimited field: its tag and length, then `bytes`. */
-function delimited(field: number, bytes: Uint8Array): Uint8Array {
+/** A length-delimited field's tag and length; its `length` bytes follow as their own part. */
+function fieldHead(field: number, length: number): Uint8Array {
   const tag = (field << 3) | 2;
-  const out = new Uint8Array(varintSize(tag) + varintSize(bytes.length) + bytes.length);
-  out.set(bytes, writeVarint(out, writeVarint(out, 0, tag), bytes.length));
+  const out = new Uint8Array(varintSize(tag) + varintSize(length));
+  writeVarint(out, writeVarint(out, 0, tag), length);
   return out;
+}
+
+/** The field `field` holding a message whose encoding is `parts`, as one copy of them. */
+function delimited(field: number, parts: readonly Uint8Array[]): Uint8Array {
+  let length = 0;
+  for (const part of parts) length += part.length;
+  return concat([fieldHead(field, length), ...parts]);
 }
 
 /**
@@ -137,11 +154,11 @@ function delimited(field: number, bytes: Uint8Array): Uint8Array {
 export function encodeEvent(event: StreamResponse): Uint8Array {
   const payload = event.payload;
   if (payload.case === "task") {
-    return delimited(STREAM_TASK_FIELD, encodeTask(payload.value));
+    return delimited(STREAM_TASK_FIELD, taskParts(payload.value));
   }
   // A run's final status carries the chain report; StreamResponse has no other field set and no unknown ones.
   if (payload.case === "statusUpdate" && payload.value.metadata !== undefined && event.$unknown === undefined) {
-    return delimited(STREAM_STATUS_FIELD, encodeStatusUpdate(payload.value));
+    return delimited(STREAM_STATUS_FIELD, statusUpdateParts(payload.value));
   }
   return toBinary(StreamResponseSchema, event);
 }
