@@ -128,30 +128,40 @@ async function metric(server: SpawnedServer, name: string): Promise<number> {
   return line ? Number(line.split(" ")[1]) : 0;
 }
 
+/** Idle threads written a month ago (the store's clock is injectable), then `activeThreads` active ones now. */
+async function populateIdleAndActive(url: string, idle: number): Promise<void> {
+  const monthAgo = Date.now() - 30 * day;
+  const old = await createStore({ url, now: () => monthAgo });
+  await populateAll(old, ids("idle", idle), () => monthAgo);
+  await old.close();
+  const fresh = await createStore({ url });
+  await populateAll(fresh, ids("active", activeThreads), Date.now);
+  await fresh.close();
+}
+
+/**
+ * SIGKILLs the server once its purge counter shows 100 threads purged; the counter it saw last. The counter
+ * moves per batch of 100 threads: the kill lands once a batch is done and before the last one.
+ */
+async function killMidPurge(server: SpawnedServer): Promise<number> {
+  let seen = 0;
+  for (let i = 0; i < 4000 && seen < 100; i++) {
+    seen = await metric(server, "parley_retention_threads_purged_total");
+    if (seen < 100) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  server.child.kill("SIGKILL");
+  server.closeClients();
+  expect((await server.exited).signal).toBe("SIGKILL");
+  return seen;
+}
+
 describe("retention across a crash", () => {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-retention-crash-"));
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it("a SIGKILL in the middle of a large purge leaves nothing inconsistent, and the restarted server finishes it", async () => {
-    // Idle threads written a month ago (the store's clock is injectable), active ones now.
-    const monthAgo = Date.now() - 30 * day;
-    const old = await createStore({ url: dataDir, now: () => monthAgo });
-    await populateAll(old, ids("idle", idleThreads), () => monthAgo);
-    await old.close();
-    const fresh = await createStore({ url: dataDir });
-    await populateAll(fresh, ids("active", activeThreads), Date.now);
-    await fresh.close();
-
-    const first = await spawnServer({ dataDir, env });
-    let seen = 0;
-    // The purge counter moves per batch of 100 threads: kill once a batch is done and before the last one.
-    for (let i = 0; i < 4000 && seen < 100; i++) {
-      seen = await metric(first, "parley_retention_threads_purged_total");
-      if (seen < 100) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    first.child.kill("SIGKILL");
-    first.closeClients();
-    expect((await first.exited).signal).toBe("SIGKILL");
+    await populateIdleAndActive(dataDir, idleThreads);
+    const seen = await killMidPurge(await spawnServer({ dataDir, env }));
     expect(seen).toBeGreaterThanOrEqual(100);
 
     const cut = await inspect(dataDir);
@@ -244,24 +254,9 @@ describe("retention across a crash on PostgreSQL", () => {
   });
 
   it("a SIGKILL in the middle of a large purge rolls back at most one thread, and the restarted server finishes it", async () => {
-    const monthAgo = Date.now() - 30 * day;
-    const old = await createStore({ url: dbUrl, now: () => monthAgo });
-    await populateAll(old, ids("idle", pgIdleThreads), () => monthAgo);
-    await old.close();
-    const fresh = await createStore({ url: dbUrl });
-    await populateAll(fresh, ids("active", activeThreads), Date.now);
-    await fresh.close();
-
+    await populateIdleAndActive(dbUrl, pgIdleThreads);
     const pgEnv = { ...env, PARLEY_STORE_URL: dbUrl };
-    const first = await spawnServer({ dataDir, env: pgEnv });
-    let seen = 0;
-    for (let i = 0; i < 4000 && seen < 100; i++) {
-      seen = await metric(first, "parley_retention_threads_purged_total");
-      if (seen < 100) await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    first.child.kill("SIGKILL");
-    first.closeClients();
-    expect((await first.exited).signal).toBe("SIGKILL");
+    const seen = await killMidPurge(await spawnServer({ dataDir, env: pgEnv }));
     const cut = await inspectPg();
     console.log(`retention crash (PostgreSQL): killed after ${seen} purged (metric); left ${cut.threads} threads`);
     expect(cut).toMatchObject({ partialThreads: 0, orphanTasks: 0, orphanPush: 0, orphanEvents: 0 });
