@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { spawnUntilReady } from "../../../packages/server/test/fixtures/spawn-process.js";
 
 /** The real parley-bridge command, through the committed entry npm links into node_modules/.bin. */
 export const bridgeBin = fileURLToPath(new URL("../bin/parley-bridge.js", import.meta.url));
@@ -27,40 +28,24 @@ export async function spawnBridge(options: {
 }): Promise<SpawnedBridge> {
   const configFile = join(options.dir, "bridge-config.json");
   writeFileSync(configFile, JSON.stringify(options.config));
-  const child = spawn(
-    process.execPath,
-    [bridgeBin, "--config", configFile, "--port", "0", "--grpc-port", "0", "--data-dir", join(options.dir, "data")],
-    {
-      // A clean environment, so a developer's PARLEY_* variables cannot change what is tested.
-      env: { PATH: process.env.PATH ?? "", PARLEY_LOG_LEVEL: "warn", ...options.env },
-      cwd: options.dir,
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  let stderr = "";
-  let stdout = "";
-  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })),
-  );
-  const { url, grpcAddress } = await new Promise<{ url: string; grpcAddress: string }>((resolve, reject) => {
-    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
-      stdout += chunk;
+  const { child, ready, stderr, exited } = await spawnUntilReady({
+    name: "parley-bridge",
+    script: bridgeBin,
+    args: ["--config", configFile, "--port", "0", "--grpc-port", "0", "--data-dir", join(options.dir, "data")],
+    ...(options.env === undefined ? {} : { env: options.env }),
+    cwd: options.dir,
+    ready: (stdout) => {
       const rpc = /JSON-RPC {4}(\S+)/.exec(stdout);
       const grpc = /gRPC {8}(\S+)/.exec(stdout);
-      if (rpc && grpc && stdout.includes("Try: ")) resolve({ url: rpc[1]!, grpcAddress: grpc[1]! });
-    });
-    void exited.then(({ code, signal }) =>
-      reject(new Error(`parley-bridge exited (code ${code}, signal ${signal}) before serving; stderr:\n${stderr}`)),
-    );
+      return rpc && grpc && stdout.includes("Try: ") ? { url: rpc[1]!, grpcAddress: grpc[1]! } : undefined;
+    },
   });
+  const { url, grpcAddress } = ready;
   return {
     child,
     url,
     grpcAddress,
-    stderr: () => stderr,
+    stderr,
     exited,
     rssBytes() {
       const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
