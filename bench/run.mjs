@@ -41,6 +41,10 @@ const flatArg = [...args].find((a) => a.startsWith("--flat-threads="));
 const FLAT_THREADS = flatArg ? Number(flatArg.slice("--flat-threads=".length)) : quick ? 20_000 : 100_000;
 const FLAT_BLOCK = quick ? 1_000 : 4_000;
 
+// Task replies as the durable anchors give them: a COMPLETED task with the whole text in one artifact
+// (PARLEY_ECHO_CHUNKS=1; the echo agent's default streams a task reply in 8 chunks, 12 events per send).
+const taskReply = { PARLEY_ECHO_REPLY: "task", PARLEY_ECHO_CHUNKS: "1" };
+
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
 const load = await startChild("load.mjs");
@@ -160,7 +164,7 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
       sc("anchor-pg-send", "anchor DatabaseTaskStore, PostgreSQL", "jsonrpc", "send", "fresh"),
     ]);
   }
-  await parleyGroup(round, "parley-task", { env: { PARLEY_ECHO_REPLY: "task" }, execArgv: parleyExecArgv }, [
+  await parleyGroup(round, "parley-task", { env: taskReply, execArgv: parleyExecArgv }, [
     sc(
       "bridge-send-task",
       "Parley bridge, task replies",
@@ -173,7 +177,7 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
   await parleyGroup(
     round,
     "parley-pg",
-    { env: { PARLEY_ECHO_REPLY: "task", BENCH_PARLEY_STORE: "postgres" }, execArgv: parleyExecArgv },
+    { env: { ...taskReply, BENCH_PARLEY_STORE: "postgres" }, execArgv: parleyExecArgv },
     [
       sc(
         "bridge-send-pg",
@@ -299,9 +303,7 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
   }
   if (part("growth"))
     scaling.growth = {
-      "Parley bridge, task replies": await growth("Parley bridge, task replies", "servers/parley.mjs", {
-        PARLEY_ECHO_REPLY: "task",
-      }),
+      "Parley bridge, task replies": await growth("Parley bridge, task replies", "servers/parley.mjs", taskReply),
       ...(durableAnchors
         ? {
             "SDK DatabaseTaskStore on SQLite": await growth("SDK on SQLite", "anchors/anchor-db.mjs", {
@@ -314,6 +316,8 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
   // Flat cost: CPU per fresh-context send on an empty store, then after FLAT_THREADS stored threads.
   if (part("flat")) {
     process.stderr.write(`  flat cost: empty vs ${FLAT_THREADS} stored threads ... [${elapsed()}]\n`);
+    // The echo agent's default task reply (8 chunks, 12 events logged per send): the heavier turn, kept as the
+    // row was first measured, since this row compares Parley with itself.
     const server = await startChild("servers/parley.mjs", { env: { PARLEY_ECHO_REPLY: "task" } });
     const block = async (id) => {
       const spec = { protocol: "jsonrpc", op: "send", contexts: "fresh", url: server.info.jsonRpcUrl };

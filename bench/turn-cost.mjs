@@ -2,14 +2,15 @@
 // callgrind) instructions per send, for N sequential sends in one process.
 //
 //   node bench/turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
-//                            [--path=bridge|inproc] [--stream] [--reuse] [--blocks=K]
+//                            [--path=bridge|inproc] [--stream] [--reuse] [--blocks=K] [--chunks=N]
 //
 // Measured: `BENCH_TURN_COST_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no node bench/turn-cost.mjs ...`
 // (the "Collected" count over --sends is instructions per send, LevelDB's threads included).
 // --root runs another checkout's built packages (its dist/ and node_modules), so two builds are compared with
 // the same script. --path=bridge posts JSON-RPC to the embedded bridge over loopback HTTP (client and server in
 // this process); inproc calls the A2A service through the in-process transport. --reuse sends every message to
-// one context. The counts cover the measured sends only (after --warm sends).
+// one context. --chunks sets the echo agent's artifact chunks per task reply (PARLEY_ECHO_CHUNKS; default 8).
+// The counts cover the measured sends only (after --warm sends).
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
@@ -67,7 +68,12 @@ const { createParley, loadConfig } = await load("packages/server/dist/index.js")
 const dataDir = mkdtempSync(join(tmpdir(), "parley-turn-cost-"));
 const config = loadConfig({
   argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
-  env: { PARLEY_RATE_LIMIT: "0", PARLEY_ECHO_REPLY: reply, PARLEY_ECHO_INPUT: "text" },
+  env: {
+    PARLEY_RATE_LIMIT: "0",
+    PARLEY_ECHO_REPLY: reply,
+    PARLEY_ECHO_INPUT: "text",
+    ...(args.chunks ? { PARLEY_ECHO_CHUNKS: args.chunks } : {}),
+  },
 });
 const parley = await createParley(config);
 const { address } = await parley.listen();

@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Message, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createEchoAgent } from "../src/agents/echo-agent.js";
 import { loadConfig, messageText } from "../src/index.js";
 import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
@@ -126,6 +127,7 @@ describe("the echo agent's reply modes", () => {
         { name: "auto", type: "echo", options: { reply: "auto" } },
         { name: "message", type: "echo", options: { reply: "message" } },
         { name: "plain", type: "echo", options: { reply: "message", input: "text" } },
+        { name: "whole", type: "echo", options: { chunks: 1, input: "text" } },
       ],
     });
   });
@@ -167,6 +169,21 @@ describe("the echo agent's reply modes", () => {
     expect(messageText(second.payload.value as Message)).toBe("second");
     const thread = await server.threads().getThreadHistory({ contextId: "plain-ctx" });
     expect(thread.thread?.messageCount).toBe(4n);
+  });
+
+  it("chunks: a task reply streams in that many artifact chunks, one for 1", async () => {
+    const events = await collect(
+      server.a2a("grpc", { "parley-agent": "whole" }).sendStreamingMessage({ message: userMessage("all at once") }),
+    );
+    const texts = events.flatMap((e) =>
+      e.payload.case === "artifactUpdate" ? e.payload.value.artifact!.parts.map((p) => p.content.value) : [],
+    );
+    // The text in one chunk, then the empty last chunk that closes the artifact.
+    expect(texts).toEqual(["all at once", ""]);
+    const config = loadConfig({ argv: [], env: { PARLEY_ECHO_CHUNKS: "1" } });
+    expect(config.agents.find((a) => a.type === "echo")?.options).toMatchObject({ chunks: 1 });
+    expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_CHUNKS: "0" } })).toThrow(/PARLEY_ECHO_CHUNKS = "0"/);
+    expect(() => createEchoAgent({ chunks: 0 })).toThrow(/echo chunks must be a whole number of at least 1, got 0/);
   });
 
   it("refuses an unknown reply mode when the server is configured", () => {

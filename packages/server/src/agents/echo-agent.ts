@@ -38,7 +38,10 @@ export interface EchoAgentOptions {
  */
 export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   const delayMs = options.delayMs ?? 0;
-  const chunks = Math.max(1, options.chunks ?? 8);
+  const chunks = options.chunks ?? 8;
+  if (!Number.isInteger(chunks) || chunks < 1) {
+    throw new RangeError(`echo chunks must be a whole number of at least 1, got ${JSON.stringify(options.chunks)}`);
+  }
   const reply = options.reply ?? "task";
   if (!echoReplies.includes(reply)) {
     throw new RangeError(`echo reply must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(reply)}`);

@@ -204,6 +204,12 @@ export const agentShortcuts: readonly AgentShortcut[] = [
     option: { agentType: "echo", key: "delayMs" },
   },
   {
+    env: "PARLEY_ECHO_CHUNKS",
+    description: "echo agents: how many artifact chunks a task reply streams in (default 8)",
+    schema: z.coerce.number().int().min(1).max(10_000),
+    option: { agentType: "echo", key: "chunks" },
+  },
+  {
     env: "PARLEY_ECHO_REPLY",
     description: "echo agents: task, message, or auto (a message unless the caller streams)",
     schema: z.enum(echoReplies as [string, ...string[]]),
