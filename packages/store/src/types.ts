@@ -72,6 +72,10 @@ export interface TaskRecord {
   readonly state: number;
   /** The status timestamp in milliseconds; listings sort on it, newest first. */
   readonly updatedAt: number;
+  /**
+   * The encoded lf.a2a.v1.Task. Of a hidden record in a terminal state, a backend that drops such tasks need
+   * never read it, so a caller may compute it on first read (a getter).
+   */
   readonly payload: Uint8Array;
   /**
    * True when this write creates the task under an id the caller minted just

@@ -132,6 +132,36 @@ describe("tasks", () => {
     expect((await reopened.getTask("acme", "t3"))?.state).toBe(2);
   });
 
+  it("never reads the payload of a hidden task that ends, and reads it when such a write is stored", async () => {
+    const { store } = await openStore();
+    const key = { tenant: "acme", contextId: "ctx" };
+    let reads = 0;
+    const lazy = (record: ReturnType<typeof task>) =>
+      Object.defineProperty({ ...record }, "payload", {
+        enumerable: true,
+        get: () => {
+          reads++;
+          return record.payload;
+        },
+      }) as typeof record;
+    const user = { messageId: "m1", provenance: "user" as const, taskId: "t1", payload: text("m1") };
+    await store.append(key, user, task("t1", { state: 1, created: true, hidden: true }));
+    // The turn answered with a Message: its entry is removed and the encoded task is never needed.
+    const reply = { ...user, messageId: "r1", provenance: "agent" as const, payload: text("r1") };
+    await store.append(key, reply, lazy(task("t1", { state: 3, hidden: true })));
+    expect(reads).toBe(0);
+    expect(await store.listUnfinishedTasks()).toEqual([]);
+    // A task made visible meanwhile stays visible: the hidden end is stored like any other write, payload and all.
+    await store.putTask(task("t2", { state: 2, payload: bytes(1) }));
+    await store.putTask(lazy(task("t2", { state: 3, hidden: true, payload: bytes(2) })));
+    expect(reads).toBeGreaterThan(0);
+    expect((await store.getTask("acme", "t2"))?.payload).toEqual(bytes(2));
+    // Any other record is checked at once: a payload that is not bytes is refused before anything is written.
+    await expect(store.putTask({ ...task("t3"), payload: "x" as unknown as Uint8Array })).rejects.toThrow(
+      /task.payload must be a Uint8Array/,
+    );
+  });
+
   it("keeps task records when their thread is deleted", async () => {
     const { store } = await openStore();
     const key = { tenant: "acme", contextId: "ctx" };

@@ -255,7 +255,7 @@ export class Engine {
         // A new task's id was minted above, so the store need not look for an earlier record of it.
         existing
           ? taskRecord(caller.tenant, task)
-          : { ...taskRecord(caller.tenant, task), created: true, ...(run.visible ? {} : { hidden: true }) },
+          : taskRecord(caller.tenant, task, run.visible ? { created: true } : { created: true, hidden: true }),
         this.coordinator.writeOptions(run),
       );
     } catch (error) {

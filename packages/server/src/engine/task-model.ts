@@ -26,17 +26,37 @@ import type { TaskRun } from "./task-run.js";
  * coordinators.
  */
 
-/** The store record of a task (its state and timestamp indexed, the task itself encoded). */
-export function taskRecord(tenant: string, task: Task): TaskRecord {
+/** How a task record is written: see TaskRecord.created and TaskRecord.hidden. */
+export interface TaskRecordFlags {
+  readonly created?: true;
+  readonly hidden?: true;
+}
+
+/**
+ * The store record of a task (its state and timestamp indexed, the task itself encoded).
+ *
+ * The encoding of a hidden task's record is made when the store first reads it: a hidden task that ends
+ * (its turn answered with a Message) is dropped by a backend that keeps hidden tasks apart (LevelDB deletes
+ * its turn-in-flight entry), and encoding the whole task for that was a quarter of the bytes a Message-reply
+ * turn allocated (measured). The task must not change until the write settles; the engine writes a finished
+ * turn's task, which nothing changes after.
+ */
+export function taskRecord(tenant: string, task: Task, flags?: TaskRecordFlags): TaskRecord {
   const stamp = task.status?.timestamp;
-  return {
+  const fields = {
     tenant,
     taskId: task.id,
     contextId: task.contextId,
     state: task.status?.state ?? TaskState.UNSPECIFIED,
     updatedAt: stamp ? timestampMs(stamp) : Date.now(),
-    payload: encodeTask(task),
+    ...flags,
   };
+  if (!flags?.hidden) return { ...fields, payload: encodeTask(task) };
+  let payload: Uint8Array | undefined;
+  return Object.defineProperty(fields, "payload", {
+    enumerable: true,
+    get: () => (payload ??= encodeTask(task)),
+  }) as typeof fields & { readonly payload: Uint8Array };
 }
 
 /**

@@ -208,7 +208,7 @@ async function persistOutcome(
 ): Promise<void> {
   // A turn that ends as a task hands its caller the task: from now on it is visible.
   if (!hidden) run.visible = true;
-  const record = hidden ? { ...taskRecord(run.tenant, run.task), hidden } : taskRecord(run.tenant, run.task);
+  const record = taskRecord(run.tenant, run.task, hidden ? { hidden } : undefined);
   if (!last) return writeOutcome(ctx, run, reply, record, ctx.coordinator.writeOptions(run));
   return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, fenced));
 }
