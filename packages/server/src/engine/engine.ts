@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { clone, create, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
+  endsTurn,
   isInterruptedState,
   isTerminalState,
   type Message,
@@ -204,12 +205,14 @@ export class Engine {
     if (contextId === "") contextId = contextIdOfNewConversation(caller.tenant, inbound.messageId, payload);
 
     const guardKey = scopedKey(caller.tenant, contextId);
-    const running = this.busy.get(guardKey);
-    if (running) {
+    for (let running = this.busy.get(guardKey); running; running = this.busy.get(guardKey)) {
       if (running.trigger.messageId === inbound.messageId && bytesEqual(running.trigger.payload, payload)) {
         return { kind: "run", run: running, attached: true };
       }
-      throw contextBusy(contextId, running.taskId);
+      // Its agent is done and its outcome is being written: GetTask already shows the end, so a caller that
+      // saw it and sends at once waits for that write instead of failing busy (then looks again).
+      if (!endsTurn(running.task.status?.state ?? TaskState.UNSPECIFIED)) throw contextBusy(contextId, running.taskId);
+      await running.settled;
     }
 
     const taskId = existing?.id ?? randomUUID();
@@ -348,7 +351,11 @@ export class Engine {
         " and cannot take more messages; send without taskId to start a new task in the same context",
       );
     }
-    if (live && !live.finished) throw contextBusy(task.contextId, taskId);
+    if (live && !live.finished) {
+      // Waiting for input and still writing that outcome (see send): the follow-up waits for the write.
+      if (!endsTurn(state)) throw contextBusy(task.contextId, taskId);
+      await live.settled;
+    }
     return clone(TaskSchema, task);
   }
 
