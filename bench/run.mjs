@@ -146,6 +146,8 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
   ]);
   await group("connect-floor", "servers/connect-floor.mjs", {}, [
     sc("connect-floor-grpc-send", "connect-node floor (no engine)", "grpc", "send", "fresh"),
+    // The same server and client library over the Connect protocol: what connect-node's gRPC path costs above it.
+    sc("connect-floor-connect-send", "connect-node floor (no engine), Connect", "connect", "send", "fresh"),
   ]);
   await group("anchor", "servers/anchor.mjs", { env: { ANCHOR_REPLY: "message" } }, [
     sc("anchor-jsonrpc-send", "anchor JSON-RPC", "jsonrpc", "send", "fresh"),
