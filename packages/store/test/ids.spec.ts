@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { idLimits, StoreError, threadDigest } from "../src/index.js";
 import { openStore, text } from "./helpers.js";
@@ -64,6 +65,21 @@ describe("hostile ids", () => {
   it("is stable: the digest does not depend on the process or call", () => {
     expect(threadDigest("t", "c")).toBe(threadDigest("t", "c"));
     expect(threadDigest("t", "c")).not.toBe(threadDigest("t", "C"));
+  });
+
+  it("is SHA-256 over the tag and the fields, each as u32 big-endian length + UTF-8 (what stored keys are made of)", () => {
+    const independent = (fields: string[]) => {
+      const parts = fields.flatMap((field) => {
+        const bytes = new TextEncoder().encode(field);
+        const length = Buffer.alloc(4);
+        length.writeUInt32BE(bytes.length);
+        return [length, bytes];
+      });
+      return createHash("sha256").update(Buffer.concat(parts)).digest("hex");
+    };
+    for (const contextId of hostileContextIds) {
+      expect(threadDigest("t\u00e9", contextId)).toBe(independent(["parley.thread.v1", "t\u00e9", contextId]));
+    }
   });
 
   it("refuses empty, oversized and ill-formed ids with INVALID_ID naming the id and the limit", async () => {

@@ -1,12 +1,12 @@
 // The identities of threads, tenants, tasks, message ids and push configs, the same in every backend: SHA-256
 // over a versioned domain tag and the fields, each length-prefixed, so distinct ids never share a digest.
-import { encodeUtf8, lengthPrefixed, sha256, toHex } from "./bytes.js";
+import { lengthPrefixedUtf8, sha256, toHex } from "./bytes.js";
 import { checkId } from "./ids.js";
 
 export const HASH_BYTES = 32;
 
 export function digest(tag: string, fields: readonly string[]): Uint8Array {
-  return sha256(lengthPrefixed([encodeUtf8(tag), ...fields.map(encodeUtf8)]));
+  return sha256(lengthPrefixedUtf8([tag, ...fields]));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { ByteReader, concatBytes, encodeUtf8, lengthPrefixed, readU64, toHex, u32, u64 } from "../core/bytes.js";
+import { ByteReader, concatBytes, lengthPrefixedUtf8, readU64, toHex, u32, u64 } from "../core/bytes.js";
 import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
 import { checkId } from "../core/ids.js";
 import { type Fence, StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
@@ -271,7 +271,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       ops.push({
         type: "put",
         key: key(T_EVENTS_ENDED, u64(head.ended), tk),
-        value: lengthPrefixed([encodeUtf8(tenant), encodeUtf8(taskId)]),
+        value: lengthPrefixedUtf8([tenant, taskId]),
       });
     }
     return {

@@ -1,5 +1,5 @@
 // The record encodings of the LevelDB backend: thread metas, messages, message-id lists, tasks, push configs.
-import { ByteReader, concatBytes, encodeUtf8, lengthPrefixed, readU64, toHex, u32, u64 } from "../core/bytes.js";
+import { ByteReader, concatBytes, lengthPrefixedUtf8, readU64, toHex, u32, u64 } from "../core/bytes.js";
 import { provenanceByCode, provenanceCodes } from "../core/checks.js";
 import { HASH_BYTES } from "../core/digests.js";
 import { type PushConfigRecord, type StoredMessage, StoreError, type TaskRecord, type ThreadMeta } from "../types.js";
@@ -14,7 +14,7 @@ export function encodeMeta(meta: ThreadMeta): Uint8Array {
     u64(meta.updatedAt),
     u64(meta.messageCount),
     u64(meta.lastSequence),
-    lengthPrefixed([encodeUtf8(meta.tenant), encodeUtf8(meta.contextId)]),
+    lengthPrefixedUtf8([meta.tenant, meta.contextId]),
   );
 }
 
@@ -32,12 +32,11 @@ export function decodeMeta(bytes: Uint8Array): ThreadMeta {
 }
 
 export function encodeMessage(m: StoredMessage): Uint8Array {
-  const taskPart =
-    m.taskId === undefined ? Uint8Array.of(0) : key(Uint8Array.of(1), lengthPrefixed([encodeUtf8(m.taskId)]));
+  const taskPart = m.taskId === undefined ? Uint8Array.of(0) : key(Uint8Array.of(1), lengthPrefixedUtf8([m.taskId]));
   return key(
     Uint8Array.of(RECORD_VERSION, provenanceCodes[m.provenance]),
     u64(m.createdAt),
-    lengthPrefixed([encodeUtf8(m.messageId)]),
+    lengthPrefixedUtf8([m.messageId]),
     taskPart,
     m.payload,
   );
@@ -98,7 +97,7 @@ export function encodeTask(t: TaskRecord): Uint8Array {
     Uint8Array.of(RECORD_VERSION),
     u32(t.state),
     u64(t.updatedAt),
-    lengthPrefixed([encodeUtf8(t.tenant), encodeUtf8(t.taskId), encodeUtf8(t.contextId)]),
+    lengthPrefixedUtf8([t.tenant, t.taskId, t.contextId]),
     t.payload,
   );
 }
@@ -115,11 +114,7 @@ export function decodeTask(bytes: Uint8Array): TaskRecord {
 }
 
 export function encodePush(c: PushConfigRecord): Uint8Array {
-  return key(
-    Uint8Array.of(RECORD_VERSION),
-    lengthPrefixed([encodeUtf8(c.tenant), encodeUtf8(c.taskId), encodeUtf8(c.configId)]),
-    c.payload,
-  );
+  return key(Uint8Array.of(RECORD_VERSION), lengthPrefixedUtf8([c.tenant, c.taskId, c.configId]), c.payload);
 }
 
 export function decodePush(bytes: Uint8Array): PushConfigRecord {

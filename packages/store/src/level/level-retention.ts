@@ -13,7 +13,7 @@
  * contextId interleaves; opening the store finishes a marker a crash left, before the store is used (a new thread
  * under the same contextId must not inherit old messages or see old tasks in its per-context index).
  */
-import { ByteReader, bytesEqual, decodeUtf8, encodeUtf8, lengthPrefixed, readU64, toHex, u64 } from "../core/bytes.js";
+import { ByteReader, bytesEqual, decodeUtf8, lengthPrefixedUtf8, readU64, toHex, u64 } from "../core/bytes.js";
 import { checkLimit, checkTime, MAX_TIME } from "../core/checks.js";
 import { HASH_BYTES, taskHash, tenantHash, threadHash } from "../core/digests.js";
 import type { RetentionQuery, RetentionResult, ThreadKey, ThreadMeta } from "../types.js";
@@ -161,7 +161,7 @@ async function purgeOne(
       {
         type: "put",
         key: key(T_RETENTION, th),
-        value: lengthPrefixed([encodeUtf8(meta.tenant), encodeUtf8(meta.contextId)]),
+        value: lengthPrefixedUtf8([meta.tenant, meta.contextId]),
       },
     ]);
     const tasks = await finish(ctx, th, meta.tenant, hooks);
