@@ -147,6 +147,46 @@ export function storeContract(name: string, factory: BackendFactory): void {
         }
       });
 
+      it("lists by the latest update even when threads are appended to again within milliseconds, on every page size", async () => {
+        const clock = manualClock();
+        const { store } = await open({ now: clock.now });
+        const updated = new Map<string, number>();
+        const at = async (ms: number, contextId: string) => {
+          clock.advance(ms);
+          await store.append({ tenant: "acme", contextId }, msg(`m-${clock.now()}`));
+          updated.set(contextId, clock.now());
+        };
+        // Turns overlap: a reply lands a few ms after its inbound message, other threads' messages in between.
+        for (let i = 0; i < 90; i++) {
+          await at(1, `c${i}`);
+          if (i >= 3 && i % 3 === 0) await at(1, `c${i - 3}`);
+        }
+        for (let i = 89; i >= 0; i -= 7) await at(1, `c${i}`);
+        await at(600, "c5");
+        await at(1, "c40");
+        const expected = [...updated.entries()].sort((x, y) => y[1] - x[1]).map(([contextId]) => contextId);
+        for (const limit of [1, 4, 64, 100]) {
+          const seen: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await store.listThreads("acme", { limit, ...(cursor ? { cursor } : {}) });
+            expect(page.threads.length).toBeLessThanOrEqual(limit);
+            for (const thread of page.threads) {
+              expect(thread).toEqual(await store.getThread({ tenant: "acme", contextId: thread.contextId }));
+              seen.push(thread.contextId);
+            }
+            cursor = page.nextCursor;
+          } while (cursor);
+          expect(seen).toEqual(expected);
+        }
+        expect(await store.deleteThread({ tenant: "acme", contextId: "c3" })).toEqual({
+          deleted: true,
+          messageCount: 2,
+        });
+        const all = await store.listThreads("acme", { limit: 100 });
+        expect(all.threads.map((t) => t.contextId)).toEqual(expected.filter((c) => c !== "c3"));
+      });
+
       it("deletes a thread so a new one under the key starts afresh, and sweeps stale threads", async () => {
         const clock = manualClock();
         const { store } = await open({ now: clock.now });

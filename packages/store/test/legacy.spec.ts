@@ -1,7 +1,7 @@
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
 import { createLevelThreadStore, threadDigest } from "../src/index.js";
-import { tempDir, text } from "./helpers.js";
+import { manualClock, tempDir, text } from "./helpers.js";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const cat = (...parts: Uint8Array[]) => Buffer.concat(parts);
@@ -61,5 +61,52 @@ describe("legacy and foreign keys", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("reads, lists, appends to and deletes a thread whose meta record is version 1 (its listing entry at updatedAt)", async () => {
+    const dir = await tempDir();
+    const clock = manualClock();
+    const key = { tenant: "t", contextId: "old" };
+    const th = Buffer.from(threadDigest(key.tenant, key.contextId), "hex");
+    const metaKey = cat(enc("parley:v1:t:"), th);
+    const listingKeys = async (db: Level<Uint8Array, Uint8Array>) =>
+      (await db.keys({ gte: enc("parley:v1:l:"), lt: enc("parley:v1:l;") }).all()).length;
+    {
+      const store = await createLevelThreadStore({ path: dir, now: clock.now });
+      await store.append(key, { messageId: "a", provenance: "user", payload: text("a") });
+      await store.close();
+    }
+    // What an older build wrote: version 1, no listedAt between lastSequence and the ids.
+    const raw = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+    await raw.open();
+    const v2 = (await raw.get(metaKey))!;
+    expect(v2[0]).toBe(2);
+    await raw.put(metaKey, cat(Uint8Array.of(1), v2.subarray(1, 33), v2.subarray(41)));
+    await raw.close();
+
+    let store = await createLevelThreadStore({ path: dir, now: clock.now });
+    const meta = { ...key, createdAt: clock.now(), updatedAt: clock.now(), messageCount: 1, lastSequence: 1 };
+    expect(await store.getThread(key)).toEqual(meta);
+    expect(await store.listThreads("t", { limit: 10 })).toEqual({ threads: [meta] });
+    clock.advance(5);
+    await store.append(key, { messageId: "b", provenance: "agent", payload: text("b") });
+    clock.advance(1000);
+    await store.append({ tenant: "t", contextId: "new" }, { messageId: "c", provenance: "user", payload: text("c") });
+    await store.append(key, { messageId: "d", provenance: "user", payload: text("d") });
+    const listed = await store.listThreads("t", { limit: 10 });
+    expect(listed.threads.map((t) => [t.contextId, t.messageCount])).toEqual([
+      ["old", 3],
+      ["new", 1],
+    ]);
+    expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 3 });
+    await store.close();
+    const after = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+    await after.open();
+    // Only the other thread's entry is left: each move and the delete found the entry where the meta said it was.
+    expect(await listingKeys(after)).toBe(1);
+    await after.close();
+    store = await createLevelThreadStore({ path: dir, now: clock.now });
+    expect((await store.listThreads("t", { limit: 10 })).threads.map((t) => t.contextId)).toEqual(["new"]);
+    await store.close();
   });
 });

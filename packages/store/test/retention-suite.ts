@@ -110,6 +110,33 @@ export function retentionContract(name: string, factory: RetentionFactory, lefto
       expect(after).toEqual(await leftovers(reference));
     });
 
+    it("judges a thread appended to again within milliseconds by its latest update", async () => {
+      const clock = manualClock();
+      const backend = await open({ now: clock.now });
+      const append = (contextId: string) =>
+        backend.store.append(
+          { tenant: "acme", contextId },
+          { messageId: `m-${clock.now()}`, provenance: "user", payload: text("x") },
+        );
+      await append("a");
+      clock.advance(2);
+      await append("b");
+      clock.advance(2);
+      await append("a");
+      clock.advance(2);
+      const result = await backend.retention.purgeIdleThreads({ idleBefore: clock.now() - 3, limit: 10 });
+      expect(result).toMatchObject({ threads: 1, messages: 1 });
+      expect(await backend.store.getThread({ tenant: "acme", contextId: "b" })).toBeUndefined();
+      expect(await backend.store.getThread({ tenant: "acme", contextId: "a" })).toMatchObject({ messageCount: 2 });
+      expect((await backend.store.listThreads("acme", { limit: 10 })).threads.map((t) => t.contextId)).toEqual(["a"]);
+      clock.advance(10);
+      expect(await backend.retention.purgeIdleThreads({ idleBefore: clock.now(), limit: 10 })).toMatchObject({
+        threads: 1,
+        messages: 2,
+      });
+      expect((await backend.store.listThreads("acme", { limit: 10 })).threads).toEqual([]);
+    });
+
     it("takes each tenant's own cutoff, and keeps every thread of a tenant whose policy is off", async () => {
       const clock = manualClock();
       const backend = await open({ now: clock.now });

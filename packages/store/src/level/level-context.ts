@@ -1,10 +1,10 @@
 // What every job of the LevelDB backend shares: the handle, the write path, the locks and the caches.
 import { toHex } from "../core/bytes.js";
-import { StoreError, type ThreadMeta } from "../types.js";
+import { StoreError } from "../types.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import { type BatchWriter, createBatchWriter } from "./level-batch-writer.js";
 import { type Db, key, T_META } from "./level-keys.js";
-import { decodeMeta, decodeOrCorrupt } from "./level-records.js";
+import { decodeMeta, decodeOrCorrupt, type LevelMeta } from "./level-records.js";
 import { RecentTails } from "./recent-tails.js";
 
 /** Where a task's index entries sit: all a rewrite needs to remove them. */
@@ -45,7 +45,7 @@ export interface LevelContext {
    * an append then needs at most the message-id read, and a history read
    * none. Every path that changes a meta record updates or drops its entry.
    */
-  readonly metas: Map<string, ThreadMeta>;
+  readonly metas: Map<string, LevelMeta>;
   /** The newest messages of recently used threads; same soundness argument as the metas. */
   readonly tails: RecentTails;
 }
@@ -76,7 +76,7 @@ export function pointRead(ctx: LevelContext, k: Uint8Array): Uint8Array | undefi
 export const threadLock = (th: Uint8Array) => `t:${toHex(th)}`;
 
 /** Caches the thread's new meta, or (undefined) forgets the thread's meta and tail. */
-export function remember(ctx: LevelContext, th: Uint8Array, meta: ThreadMeta | undefined): void {
+export function remember(ctx: LevelContext, th: Uint8Array, meta: LevelMeta | undefined): void {
   const hex = toHex(th);
   ctx.metas.delete(hex);
   if (!meta) {
@@ -106,7 +106,7 @@ export function parseMeta(
   raw: Uint8Array | undefined,
   tenant: string,
   contextId: string,
-): ThreadMeta | undefined {
+): LevelMeta | undefined {
   if (raw === undefined) return undefined;
   const meta = decodeOrCorrupt("thread meta", k, () => decodeMeta(raw));
   if (meta.tenant !== tenant || meta.contextId !== contextId) {

@@ -6,10 +6,10 @@
  * numbers are u64 big-endian; `inv(t)` is MAX_SAFE_INTEGER - t so that
  * ascending key order is newest first:
  *
- *   parley:v1:t: th                       thread meta (original tenant + contextId, times, counts)
+ *   parley:v1:t: th                       thread meta (original tenant + contextId, times, counts, listedAt)
  *   parley:v1:m: th seq                   one message (header + raw payload bytes)
  *   parley:v1:i: th H(messageId)          [(seq, SHA-256 of payload)...] of messages with that id (retries)
- *   parley:v1:l: H(tenant) inv(updated) th   listThreads index, newest first
+ *   parley:v1:l: H(tenant) inv(listed) th    listThreads index, newest first (listed <= updated <= listed + 250 ms)
  *   parley:v1:u: at th                    sweepThreads index, oldest first (at <= updated; moved by sweeps, not appends)
  *   parley:v1:x: th                       a deletion that must be finished (crash-safe purge)
  *   parley:v1:y: th                       a retention deletion that must be finished: messages, tasks (level-retention.ts)

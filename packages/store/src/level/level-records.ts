@@ -7,28 +7,51 @@ import { key, SEQ_BYTES } from "./level-keys.js";
 
 const RECORD_VERSION = 1;
 
-export function encodeMeta(meta: ThreadMeta): Uint8Array {
+/**
+ * A thread meta as this backend stores it. `listedAt` is the time under which
+ * the thread's listing entry (`l:`) sits: at most LISTING_SLACK_MS before
+ * updatedAt, so an append soon after the last one (a turn's reply) need not
+ * move the entry (level-thread-writes.ts). Never handed out: see publicMeta.
+ */
+export interface LevelMeta extends ThreadMeta {
+  readonly listedAt: number;
+}
+
+/** Version 1 had no listedAt (its entry sat at updatedAt); version 2 adds it after lastSequence. */
+const META_VERSION = 2;
+
+export function encodeMeta(meta: LevelMeta): Uint8Array {
   return key(
-    Uint8Array.of(RECORD_VERSION),
+    Uint8Array.of(META_VERSION),
     u64(meta.createdAt),
     u64(meta.updatedAt),
     u64(meta.messageCount),
     u64(meta.lastSequence),
+    u64(meta.listedAt),
     lengthPrefixedUtf8([meta.tenant, meta.contextId]),
   );
 }
 
-export function decodeMeta(bytes: Uint8Array): ThreadMeta {
+export function decodeMeta(bytes: Uint8Array): LevelMeta {
   const r = new ByteReader(bytes);
-  if (r.u8() !== RECORD_VERSION) throw new RangeError("unknown record version");
+  const version = r.u8();
+  if (version !== 1 && version !== META_VERSION) throw new RangeError("unknown record version");
   const createdAt = r.u64();
   const updatedAt = r.u64();
   const messageCount = r.u64();
   const lastSequence = r.u64();
+  const listedAt = version === 1 ? updatedAt : r.u64();
   const tenant = r.string();
   const contextId = r.string();
   r.end();
-  return { tenant, contextId, createdAt, updatedAt, messageCount, lastSequence };
+  if (listedAt > updatedAt) throw new RangeError("listed after its last update");
+  return { tenant, contextId, createdAt, updatedAt, messageCount, lastSequence, listedAt };
+}
+
+/** The meta as the ThreadStore interface gives it out (without the backend's listedAt). */
+export function publicMeta(meta: LevelMeta): ThreadMeta {
+  const { listedAt: _, ...rest } = meta;
+  return rest;
 }
 
 export function encodeMessage(m: StoredMessage): Uint8Array {

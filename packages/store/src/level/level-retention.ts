@@ -154,7 +154,7 @@ async function purgeOne(
     remember(ctx, th, undefined);
     await ctx.write([
       { type: "del", key: mk },
-      { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.updatedAt), th) },
+      { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.listedAt), th) },
       // The sweepThreads index entry sits where the thread's creation put it unless a sweepThreads call moved it
       // (the server never calls it); a moved one is a stray entry that sweepThreads itself removes.
       { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.createdAt), th) },
@@ -195,7 +195,9 @@ export async function purgeIdleThreads(
     const hex = toHex(tn);
     const cutoff = cutoffs.has(hex) ? cutoffs.get(hex) : query.idleBefore;
     if (cutoff === undefined || cutoff <= 0) continue;
-    // updatedAt < cutoff  <=>  inv(updatedAt) >= inv(cutoff) + 1; the oldest is the group's last key.
+    // An entry sits at its thread's listedAt <= updatedAt, so every thread with updatedAt < cutoff has
+    // listedAt < cutoff  <=>  inv(listedAt) >= inv(cutoff) + 1 (one updated since is read and kept by purgeOne);
+    // the oldest is the group's last key.
     const lowest = key(group, u64(MAX_TIME - Math.min(cutoff, MAX_TIME) + 1));
     let below = prefixEnd(group);
     for (;;) {

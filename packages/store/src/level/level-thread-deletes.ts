@@ -14,7 +14,7 @@
 import { u64 } from "../core/bytes.js";
 import { checkThreadKey, checkTime } from "../core/checks.js";
 import { HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
-import type { ThreadKey, ThreadMeta } from "../types.js";
+import type { ThreadKey } from "../types.js";
 import { type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
 import {
   EMPTY,
@@ -29,7 +29,7 @@ import {
   T_THREADS_BY_TENANT,
   T_THREADS_BY_UPDATED,
 } from "./level-keys.js";
-import { decodeMeta, decodeOrCorrupt } from "./level-records.js";
+import { decodeMeta, decodeOrCorrupt, type LevelMeta } from "./level-records.js";
 
 /**
  * Deletes a thread whose lock the caller holds. `sweepEntry` is the sweep
@@ -40,14 +40,14 @@ import { decodeMeta, decodeOrCorrupt } from "./level-records.js";
 async function deleteLocked(
   ctx: LevelContext,
   th: Uint8Array,
-  meta: ThreadMeta,
+  meta: LevelMeta,
   sweepEntry?: Uint8Array,
 ): Promise<void> {
   remember(ctx, th, undefined);
   const tn = tenantHash(meta.tenant);
   await ctx.write([
     { type: "del", key: key(T_META, th) },
-    { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.updatedAt), th) },
+    { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.listedAt), th) },
     { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.updatedAt), th) },
     ...(sweepEntry ? [{ type: "del" as const, key: sweepEntry }] : []),
     { type: "put", key: key(T_PURGE, th), value: u64(meta.lastSequence) },

@@ -3,7 +3,7 @@
 import { bytesEqual, sha256, toHex, u64 } from "../core/bytes.js";
 import { messageIdHash, taskHash, threadHash } from "../core/digests.js";
 import { checkThreadImport, foreignTask, notEmpty } from "../core/import-checks.js";
-import type { StoredMessage, TaskRecord, ThreadImport, ThreadImportResult, ThreadKey, ThreadMeta } from "../types.js";
+import type { StoredMessage, TaskRecord, ThreadImport, ThreadImportResult, ThreadKey } from "../types.js";
 import { type LevelContext, pointRead, readMeta, remember, threadLock } from "./level-context.js";
 import { type BatchOp, key, T_MESSAGE, T_MESSAGE_ID, T_TASK } from "./level-keys.js";
 import {
@@ -13,10 +13,12 @@ import {
   decodeTask,
   encodeMessage,
   encodeMessageIdEntries,
+  type LevelMeta,
   type MessageIdEntry,
+  publicMeta,
 } from "./level-records.js";
 import { withTask } from "./level-tasks.js";
-import { threadIndexOps } from "./level-thread-writes.js";
+import { listedAt, threadIndexOps } from "./level-thread-writes.js";
 
 /** Runs `write` under every task's lock (taken in one order, so two imports cannot deadlock) with all their ops. */
 function withTasks<T>(
@@ -112,7 +114,7 @@ export async function importThread(
       tasksAdded: newTasks.length,
       tasksSkipped: data.tasks.length - newTasks.length,
     };
-    if (added.length === 0 && newTasks.length === 0) return meta ? { ...result, thread: meta } : result;
+    if (added.length === 0 && newTasks.length === 0) return meta ? { ...result, thread: publicMeta(meta) } : result;
 
     const ops: BatchOp[] = added.map((message) => ({
       type: "put",
@@ -122,17 +124,18 @@ export async function importThread(
     for (const list of idLists.values()) {
       if (list.changed) ops.push({ type: "put", key: list.key, value: encodeMessageIdEntries(list.entries) });
     }
-    let next: ThreadMeta | undefined = meta;
+    let next: LevelMeta | undefined = meta;
     if (added.length > 0) {
       // The thread's own times are the import's: an imported thread was active now (retention counts from here).
-      const now = ctx.now();
+      const updatedAt = Math.max(ctx.now(), meta?.updatedAt ?? 0);
       next = {
         tenant,
         contextId,
-        createdAt: meta?.createdAt ?? now,
-        updatedAt: Math.max(now, meta?.updatedAt ?? 0),
+        createdAt: meta?.createdAt ?? updatedAt,
+        updatedAt,
         messageCount: (meta?.messageCount ?? 0) + added.length,
         lastSequence: sequence,
+        listedAt: listedAt(meta, updatedAt),
       };
       ops.push(...threadIndexOps(th, meta, next));
     }
@@ -140,6 +143,6 @@ export async function importThread(
     remember(ctx, th, undefined);
     await withTasks(ctx, sorted, (taskOps) => ctx.write([...ops, ...taskOps]));
     if (next) remember(ctx, th, next);
-    return next ? { ...result, thread: next } : result;
+    return next ? { ...result, thread: publicMeta(next) } : result;
   });
 }

@@ -30,12 +30,31 @@ import {
   encodeMessage,
   encodeMessageIdEntries,
   encodeMeta,
+  type LevelMeta,
   type MessageIdEntry,
+  publicMeta,
 } from "./level-records.js";
 import { withTask } from "./level-tasks.js";
 
 /**
- * The ops that write the thread's new meta and move its listing index.
+ * How long a thread's listing entry may stay where it is while the thread is
+ * appended to. A turn writes twice (the inbound message, then the reply, most
+ * often within milliseconds); moving the entry on both cost two records per
+ * send (a delete and a put of the `l:` key) and their compaction, about 5% of
+ * the store's instructions per turn (measured). listThreads reads the entries
+ * this far below a page to give the exact updatedAt order (level-thread-reads.ts),
+ * so this bounds that extra read. Lowering it needs every stored meta moved first.
+ */
+export const LISTING_SLACK_MS = 250;
+
+/** Where a thread updated at `updatedAt` is listed: where it was, if that is at most LISTING_SLACK_MS earlier. */
+export function listedAt(old: LevelMeta | undefined, updatedAt: number): number {
+  return old && old.listedAt <= updatedAt && updatedAt - old.listedAt <= LISTING_SLACK_MS ? old.listedAt : updatedAt;
+}
+
+/**
+ * The ops that write the thread's new meta and move its listing index when
+ * its listedAt changed.
  *
  * The sweep index is not moved: a thread gets its entry when it is created,
  * and sweepThreads moves an entry it finds too early to the thread's current
@@ -43,12 +62,12 @@ import { withTask } from "./level-tasks.js";
  * before its updatedAt, so a sweep still finds every thread older than its
  * cutoff, and an append writes two records fewer (measured in the commit).
  */
-export function threadIndexOps(th: Uint8Array, old: ThreadMeta | undefined, next: ThreadMeta): BatchOp[] {
+export function threadIndexOps(th: Uint8Array, old: LevelMeta | undefined, next: LevelMeta): BatchOp[] {
+  const ops: BatchOp[] = [{ type: "put", key: key(T_META, th), value: encodeMeta(next) }];
+  if (old?.listedAt === next.listedAt) return ops;
   const tn = tenantHash(next.tenant);
-  const ops: BatchOp[] = [];
-  if (old) ops.push({ type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(old.updatedAt), th) });
-  ops.push({ type: "put", key: key(T_META, th), value: encodeMeta(next) });
-  ops.push({ type: "put", key: key(T_THREADS_BY_TENANT, tn, inv(next.updatedAt), th), value: EMPTY });
+  if (old) ops.push({ type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(old.listedAt), th) });
+  ops.push({ type: "put", key: key(T_THREADS_BY_TENANT, tn, inv(next.listedAt), th), value: EMPTY });
   if (!old) ops.push({ type: "put", key: key(T_THREADS_BY_UPDATED, u64(next.updatedAt), th), value: EMPTY });
   return ops;
 }
@@ -100,7 +119,7 @@ export async function append(
     // A fresh id needs no retry lookup and gets no index entry.
     const idKey = input.fresh ? undefined : key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
     // At most two point reads (the meta unless cached, the id index of an existing thread), then one batch.
-    let meta: ThreadMeta | undefined = cachedMeta(ctx, th, tenant, contextId);
+    let meta: LevelMeta | undefined = cachedMeta(ctx, th, tenant, contextId);
     let rawIds: Uint8Array | undefined;
     if (!meta) {
       meta = parseMeta(metaKey, pointRead(ctx, metaKey), tenant, contextId);
@@ -117,13 +136,14 @@ export async function append(
     }
     const now = ctx.now();
     const message: StoredMessage = storedMessage(sequence, input, input.payload.slice(), now);
-    const next: ThreadMeta = {
+    const next: LevelMeta = {
       tenant,
       contextId,
       createdAt: meta?.createdAt ?? now,
       updatedAt: now,
       messageCount: (meta?.messageCount ?? 0) + 1,
       lastSequence: sequence,
+      listedAt: listedAt(meta, now),
     };
     const ops: BatchOp[] = [
       { type: "put", key: key(T_MESSAGE, th, u64(sequence)), value: encodeMessage(message) },
@@ -163,7 +183,7 @@ export async function importMessages(
   return ctx.locks.run(threadLock(th), async () => {
     remember(ctx, th, undefined);
     const meta = readMeta(ctx, th, tenant, contextId);
-    if (inputs.length === 0 && meta) return meta;
+    if (inputs.length === 0 && meta) return publicMeta(meta);
     const now = ctx.now();
     let sequence = meta?.lastSequence ?? 0;
     const ops: BatchOp[] = [];
@@ -189,16 +209,17 @@ export async function importMessages(
     for (const list of idLists.values()) {
       ops.push({ type: "put", key: list.key, value: encodeMessageIdEntries(list.entries) });
     }
-    const next: ThreadMeta = {
+    const next: LevelMeta = {
       tenant,
       contextId,
       createdAt: meta?.createdAt ?? now,
       updatedAt: now,
       messageCount: (meta?.messageCount ?? 0) + inputs.length,
       lastSequence: sequence,
+      listedAt: listedAt(meta, now),
     };
     ops.push(...threadIndexOps(th, meta, next));
     await ctx.write(ops);
-    return next;
+    return publicMeta(next);
   });
 }
