@@ -2,6 +2,7 @@
 // over a versioned domain tag and the fields, each length-prefixed, so distinct ids never share a digest.
 import { lengthPrefixedUtf8, sha256, toHex } from "./bytes.js";
 import { checkId } from "./ids.js";
+import { RecentMap } from "./recent-map.js";
 
 export const HASH_BYTES = 32;
 
@@ -9,13 +10,13 @@ export function digest(tag: string, fields: readonly string[]): Uint8Array {
   return sha256(lengthPrefixedUtf8([tag, ...fields]));
 }
 
+const RECENT_DIGESTS = 4_096;
 /**
  * The digests of recently used threads, tenants and tasks: one send hashes the
  * same ids several times (append, indexes, history read). The cache key
  * length-prefixes every field, so it is unambiguous; the digests are never mutated.
  */
-const recentDigests = new Map<string, Uint8Array>();
-const RECENT_DIGESTS = 4_096;
+const recentDigests = new RecentMap<string, Uint8Array>(RECENT_DIGESTS);
 function cachedDigest(tag: string, fields: readonly string[]): Uint8Array {
   let cacheKey = tag;
   for (const field of fields) cacheKey += `\u0000${field.length}:${field}`;
@@ -23,7 +24,6 @@ function cachedDigest(tag: string, fields: readonly string[]): Uint8Array {
   if (!found) {
     found = digest(tag, fields);
     recentDigests.set(cacheKey, found);
-    if (recentDigests.size > RECENT_DIGESTS) recentDigests.delete(recentDigests.keys().next().value!);
   }
   return found;
 }

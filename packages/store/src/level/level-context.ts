@@ -1,5 +1,6 @@
 // What every job of the LevelDB backend shares: the handle, the write path, the locks and the caches.
 import { toHex } from "../core/bytes.js";
+import { RecentMap } from "../core/recent-map.js";
 import { StoreError } from "../types.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import { type BatchWriter, createBatchWriter } from "./level-batch-writer.js";
@@ -16,9 +17,9 @@ export interface TaskIndexPosition {
   readonly hidden?: boolean;
 }
 
-/** How many task index positions stay cached; a miss only costs one read. */
+/** How many task index positions stay cached at least (RecentMap: up to twice that); a miss only costs one read. */
 const TASK_POSITION_CACHE_SIZE = 10_000;
-/** How many thread meta records stay cached. */
+/** How many thread meta records stay cached at least (up to twice that). */
 const META_CACHE_SIZE = 10_000;
 /** Newest messages cached per thread: more than a turn's history read (20 + 1 by default). */
 const TAIL_CACHE_MESSAGES = 64;
@@ -39,13 +40,13 @@ export interface LevelContext {
    * database's only owner (the LevelDB lock), and entries change only under
    * the task's lock, after their batch is written.
    */
-  readonly taskPositions: Map<string, TaskIndexPosition>;
+  readonly taskPositions: RecentMap<string, TaskIndexPosition>;
   /**
    * Meta records of recently written or read threads, for the same reason:
    * an append then needs at most the message-id read, and a history read
    * none. Every path that changes a meta record updates or drops its entry.
    */
-  readonly metas: Map<string, LevelMeta>;
+  readonly metas: RecentMap<string, LevelMeta>;
   /** The newest messages of recently used threads; same soundness argument as the metas. */
   readonly tails: RecentTails;
 }
@@ -57,8 +58,8 @@ export function createLevelContext(db: Db, sync: boolean, now: () => number): Le
     now,
     locks: createKeyedMutex(),
     write: createBatchWriter(db, sync),
-    taskPositions: new Map(),
-    metas: new Map(),
+    taskPositions: new RecentMap(TASK_POSITION_CACHE_SIZE),
+    metas: new RecentMap(META_CACHE_SIZE),
     tails: new RecentTails(TAIL_CACHE_MESSAGES, TAIL_CACHE_BYTES),
   };
 }
@@ -78,13 +79,12 @@ export const threadLock = (th: Uint8Array) => `t:${toHex(th)}`;
 /** Caches the thread's new meta, or (undefined) forgets the thread's meta and tail. */
 export function remember(ctx: LevelContext, th: Uint8Array, meta: LevelMeta | undefined): void {
   const hex = toHex(th);
-  ctx.metas.delete(hex);
-  if (!meta) {
-    ctx.tails.drop(hex);
+  if (meta) {
+    ctx.metas.set(hex, meta);
     return;
   }
-  ctx.metas.set(hex, meta);
-  if (ctx.metas.size > META_CACHE_SIZE) ctx.metas.delete(ctx.metas.keys().next().value!);
+  ctx.metas.delete(hex);
+  ctx.tails.drop(hex);
 }
 
 export function cachedMeta(ctx: LevelContext, th: Uint8Array, tenant: string, contextId: string) {
@@ -94,11 +94,7 @@ export function cachedMeta(ctx: LevelContext, th: Uint8Array, tenant: string, co
 
 /** Remembers where a task's index entries now are, after its batch landed. */
 export function rememberTask(ctx: LevelContext, tkHex: string, position: TaskIndexPosition): void {
-  ctx.taskPositions.delete(tkHex);
   ctx.taskPositions.set(tkHex, position);
-  if (ctx.taskPositions.size > TASK_POSITION_CACHE_SIZE) {
-    ctx.taskPositions.delete(ctx.taskPositions.keys().next().value!);
-  }
 }
 
 export function parseMeta(

@@ -1,6 +1,7 @@
 import { ByteReader, concatBytes, lengthPrefixedUtf8, readU64, toHex, u32, u64 } from "../core/bytes.js";
 import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
 import { checkId } from "../core/ids.js";
+import { RecentMap } from "../core/recent-map.js";
 import { type Fence, StoreError, type TaskEvent, type TaskEventLog } from "../types.js";
 import { key, prefixEnd, T_EVENT, T_EVENT_HEAD, T_EVENTS_ENDED } from "./level-keys.js";
 import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
@@ -143,7 +144,7 @@ export interface LevelEventLog extends TaskEventLog {
 export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLog {
   const { keyspace, leases } = options;
   const now = options.now ?? Date.now;
-  const heads = new Map<string, Head>();
+  const heads = new RecentMap<string, Head>(HEAD_CACHE);
   const waiters = new Map<string, Waiters>();
   let closed = false;
   let closeAll = () => {};
@@ -157,10 +158,8 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
   const taskKey = (tenant: string, taskId: string) =>
     keyspace.taskDigest(checkId("tenant", tenant), checkId("taskId", taskId));
   const remember = (hex: string, head: Head | undefined) => {
-    heads.delete(hex);
-    if (!head) return;
-    heads.set(hex, head);
-    if (heads.size > HEAD_CACHE) heads.delete(heads.keys().next().value!);
+    if (head) heads.set(hex, head);
+    else heads.delete(hex);
   };
   /** The head of a task's log: from the cache, else one synchronous point read (no range scan). */
   const headOf = (tk: Uint8Array, hex: string): Head | undefined => {

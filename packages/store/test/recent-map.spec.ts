@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { RecentMap } from "../src/core/recent-map.js";
+
+describe("RecentMap", () => {
+  it("drops the older generation when the newer fills, moves a hit forward, and deletes from both", () => {
+    const map = new RecentMap<string, number>(3);
+    map.set("a", 0);
+    map.set("b", 1);
+    map.set("c", 2);
+    // The newer generation is full: a, b, c become the older one.
+    map.set("d", 3);
+    expect(map.get("a")).toBe(0);
+    // Moving b forward fills the newer generation (d, a, b), which becomes the older: c is dropped.
+    expect(map.get("b")).toBe(1);
+    expect(map.get("c")).toBeUndefined();
+    expect([map.get("d"), map.get("a")]).toEqual([3, 0]);
+    // A newer value shadows the older one; a delete removes both.
+    map.set("b", 10);
+    expect(map.get("b")).toBe(10);
+    map.delete("b");
+    map.delete("d");
+    expect([map.get("b"), map.get("d"), map.get("a")]).toEqual([undefined, undefined, 0]);
+  });
+});
