@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
-import { HistoryOrder, type Message, type Task, TaskState } from "@parley/proto";
+import { HistoryOrder, type Message, Role, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
 import { spawnServer } from "./fixtures/spawn-server.js";
@@ -129,6 +129,11 @@ describe("a Message turn cut off by a crash", () => {
       expect(task.id).toBe(taskId);
       expect(task.status?.state).toBe(TaskState.FAILED);
       expect(messageText(task.status!.message!)).toMatch(/interrupted/);
+      // The turn-in-flight record kept only ids, state and time: the task's history is rebuilt from the thread.
+      const user = task.history.filter((m) => m.role === Role.USER);
+      expect(user.map((m) => [m.messageId, m.contextId, m.taskId, messageText(m)])).toEqual([
+        [message.messageId, contextId, taskId, "cut off"],
+      ]);
       const listed = await second.a2a().listTasks({ contextId });
       expect(listed.tasks.map((t) => [t.id, t.status?.state])).toEqual([[taskId, TaskState.FAILED]]);
       expect((await second.a2a().listTasks({ status: TaskState.SUBMITTED })).tasks).toEqual([]);

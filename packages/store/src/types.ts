@@ -73,8 +73,9 @@ export interface TaskRecord {
   /** The status timestamp in milliseconds; listings sort on it, newest first. */
   readonly updatedAt: number;
   /**
-   * The encoded lf.a2a.v1.Task. Of a hidden record in a terminal state, a backend that drops such tasks need
-   * never read it, so a caller may compute it on first read (a getter).
+   * The encoded lf.a2a.v1.Task. Of a hidden record, a backend that keeps hidden tasks apart (LevelDB) never
+   * reads it, so a caller may compute it on first read (a getter); listUnfinishedTasks then returns that task
+   * with an empty payload, and crash recovery rebuilds the task from its thread (its messages carry its id).
    */
   readonly payload: Uint8Array;
   /**
@@ -87,7 +88,8 @@ export interface TaskRecord {
    * True while nobody outside the engine can know of this task: a turn whose
    * answer may still be a Message (which no client ever looks up as a task).
    * The store then keeps only what crash recovery needs: getTask and listTasks
-   * do not see the task, listUnfinishedTasks does (with `hidden` set). A later
+   * do not see the task, listUnfinishedTasks does (with `hidden` set, and the
+   * payload empty where the backend kept only the task's ids, state and time). A later
    * write of the task replaces it, hidden or not; a hidden write in a terminal
    * state removes it. A backend may instead store it like any other task.
    */

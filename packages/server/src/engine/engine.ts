@@ -1,18 +1,21 @@
 import { randomUUID } from "node:crypto";
 import { clone, create, fromBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   endsTurn,
   isInterruptedState,
   isTerminalState,
   type Message,
+  MessageSchema,
   type SendMessageRequest,
   type StreamResponse,
   type Task,
   TaskSchema,
   TaskState,
+  TaskStatusSchema,
 } from "@parley/proto";
-import { type FencedThreadStore, idLimits, type ThreadKey } from "@parley/store";
+import { type FencedThreadStore, idLimits, type TaskRecord, type ThreadKey } from "@parley/store";
 import type { Logger } from "pino";
 import { type Agent, type AgentTurn, turnStop } from "../agents/agent.js";
 import type { ChainGuard } from "../chain/chain-guard.js";
@@ -75,6 +78,9 @@ export interface SendOptions {
   /** The caller watches the task as a stream (SendStreamingMessage); agents may answer differently. */
   readonly streaming?: boolean;
 }
+
+/** Messages read back from a hidden turn's thread to rebuild its task: the turn's inbound message is the last. */
+const HIDDEN_TURN_TAIL = 4;
 
 /** The key of a (tenant, id) pair in the engine's maps: a task's run, or a context's busy guard. */
 function scopedKey(tenant: string, id: string): string {
@@ -159,12 +165,32 @@ export class Engine {
       // A turn cut off while hidden (its answer might have been a Message) ends as a task: a retry of its
       // message must find it, FAILED. It is made visible first, so the paths below find its record.
       const { hidden, ...record } = listed;
-      if (hidden) await this.store.putTask(record);
+      if (hidden) await this.store.putTask(record.payload.length > 0 ? record : await this.hiddenTaskOf(record));
       // Under the context's lease, so the task's event log gets its final event after what it logged.
       await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
     }
     if (failed > 0) this.logger.warn({ failed }, "marked tasks interrupted by the last shutdown as FAILED");
     return failed;
+  }
+
+  /**
+   * The task of a turn cut off while hidden, from a record that kept only its ids, state and time (LevelDB):
+   * as it stood when the turn started, its history the thread's messages of the task (the inbound message;
+   * one task runs per context, so they are at the thread's end).
+   */
+  private async hiddenTaskOf(record: TaskRecord): Promise<TaskRecord> {
+    const thread = { tenant: record.tenant, contextId: record.contextId };
+    const messages = (await this.store.tail(thread, HIDDEN_TURN_TAIL)).filter((m) => m.taskId === record.taskId);
+    const task = create(TaskSchema, {
+      id: record.taskId,
+      contextId: record.contextId,
+      history: messages.map((m) =>
+        storedInbound(fromBinary(MessageSchema, m.payload), record.contextId, record.taskId),
+      ),
+      artifacts: [],
+    });
+    task.status = create(TaskStatusSchema, { state: record.state, timestamp: timestampFromMs(record.updatedAt) });
+    return taskRecord(record.tenant, task);
   }
 
   /** The running task of a tenant, if any. */
