@@ -3,7 +3,11 @@
 // both states plus a table of the retained objects per stream by constructor (the "streams" scaling part of
 // bench/run.mjs measures the same thing against the anchor, without the breakdown).
 //
-//   node --expose-gc bench/held-streams.mjs [--root=DIR] [--count=1000] [--delay=700] [--snapshot=DIR]
+//   node --expose-gc bench/held-streams.mjs [--root=DIR] [--count=1000] [--delay=700] [--chunks=8] [--snapshot=DIR]
+//
+// --delay is the echo agent's pause before each of its --chunks artifact chunks; a stream's first event comes with
+// the first chunk. A delay longer than the opening and the snapshots take (--delay=12000 --chunks=2) holds every
+// stream at the same event, so the per-stream bytes of two builds compare (--root=DIR measures another checkout).
 //
 // The server runs in this process; the clients run in a child process, so their memory is not counted.
 import { fork } from "node:child_process";
@@ -87,6 +91,7 @@ if (args.client === "true") {
       PARLEY_ECHO_REPLY: "auto",
       PARLEY_ECHO_INPUT: "text",
       PARLEY_ECHO_DELAY_MS: String(delay),
+      ...(args.chunks !== undefined ? { PARLEY_ECHO_CHUNKS: String(args.chunks) } : {}),
     },
   });
   const parley = await createParley(config);

@@ -123,21 +123,28 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
     let taskId = resume?.taskId;
     // Whether an iterator.next() is outstanding: a generator suspended at a yield needs return() to run its finally.
     let pulling = false;
-    const next = async (): Promise<IteratorResult<Message> & { seq?: number }> => {
-      for (;;) {
-        pulling = true;
-        const result = await iterator.next().finally(() => {
-          pulling = false;
-        });
-        if (result.done) return result;
-        start ??= streamStartOf(upstream.header);
-        const seq = start + ++index;
-        // An upstream that ignored parley-resume-after replays from its start: drop what the client already has.
-        if (resume && seq <= resume.afterSeq) continue;
-        return { ...result, seq };
-      }
+    // The seq of the event `pull` read last. `pull` is awaited in place, not wrapped in an async helper: a held
+    // stream waits in this one frame, and an event costs no promise beyond the upstream's own.
+    let seq = 0;
+    const pull = (): Promise<IteratorResult<Message>> => {
+      pulling = true;
+      return iterator.next();
     };
-    const first = await next();
+    /** After a read: false for an event to send, true for one a resume already has (read on). */
+    const skip = (): boolean => {
+      start ??= streamStartOf(upstream.header);
+      seq = start + ++index;
+      // An upstream that ignored parley-resume-after replays from its start: drop what the client already has.
+      return resume !== undefined && seq <= resume.afterSeq;
+    };
+    let first: IteratorResult<Message>;
+    do {
+      try {
+        first = await pull();
+      } finally {
+        pulling = false;
+      }
+    } while (!first.done && skip());
     // The headers go out with the first event (written right below), in one packet.
     res.writeHead(200, sseHeaders);
     let corked = false;
@@ -160,9 +167,9 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
         () => wake(),
       );
     };
-    const sendEvent = (output: Message, seq: number | undefined) => {
+    const sendEvent = (output: Message, eventSeq: number) => {
       taskId ??= taskIdOfEvent(output);
-      const eventId = taskId !== undefined && seq !== undefined ? `${taskId}:${seq}` : undefined;
+      const eventId = taskId !== undefined ? `${taskId}:${eventSeq}` : undefined;
       send({ jsonrpc: "2.0", id, result: render(output) }, undefined, eventId);
     };
     let shutdownReason: string | undefined;
@@ -247,13 +254,20 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
     let cutReason: string | undefined;
     try {
       if (!first.done) {
-        sendEvent(first.value, first.seq);
+        sendEvent(first.value, seq);
         cutReason = await backpressure();
       }
-      while (cutReason === undefined && shutdownReason === undefined && !res.destroyed) {
-        const event = await next();
-        if (event.done) break;
-        sendEvent(event.value, event.seq);
+      read: while (cutReason === undefined && shutdownReason === undefined && !res.destroyed) {
+        let event: IteratorResult<Message>;
+        do {
+          try {
+            event = await pull();
+          } finally {
+            pulling = false;
+          }
+          if (event.done) break read;
+        } while (skip());
+        sendEvent(event.value, seq);
         cutReason = await backpressure();
       }
       if (shutdownReason !== undefined) throw new Error(shutdownReason);

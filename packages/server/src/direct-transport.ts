@@ -42,7 +42,7 @@ function asMessage<D extends DescMessage>(desc: D, value: unknown): MessageShape
   return isMessage(value, desc) ? (value as MessageShape<D>) : create(desc, value as never);
 }
 
-// The stream adapters are module-level generator functions on purpose: a
+// The request adapter is a module-level generator function on purpose: a
 // generator function declared inside a call is a new function with its own
 // prototype each time, which gave every open stream extra hidden classes.
 
@@ -50,12 +50,72 @@ async function* messagesOf<D extends DescMessage>(desc: D, input: AsyncIterable<
   for await (const m of input) yield asMessage(desc, m);
 }
 
-async function* responsesOf<D extends DescMessage>(desc: D, produced: AsyncIterable<unknown>, ctx: InProcessContext) {
-  try {
-    for await (const out of produced) yield asMessage(desc, out);
-  } finally {
-    // Runs when the stream ends and when the caller stops reading: the handler sees its signal fire either way.
-    ctx.abort(callOver);
+const over: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * A streaming handler's output as the caller reads it: each value as a message of the method's output type, and
+ * the handler's signal fired once the stream ends, fails or the caller stops reading. A class in front of the
+ * handler's iterator, not a `for await` generator: an open stream then holds no generator frame and no queued
+ * request, and an event costs one promise (the read's `then`), not a generator step's three.
+ */
+class ResponseStream<D extends DescMessage> implements AsyncIterableIterator<MessageShape<D>> {
+  private readonly inner: AsyncIterator<unknown>;
+  private ended = false;
+
+  constructor(
+    private readonly desc: D,
+    produced: AsyncIterable<unknown>,
+    private readonly ctx: InProcessContext,
+  ) {
+    this.inner = produced[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<MessageShape<D>>> {
+    if (this.ended) return Promise.resolve(over);
+    return this.inner.next().then(this.received, this.failed);
+  }
+
+  private readonly received = (result: IteratorResult<unknown>): IteratorResult<MessageShape<D>> => {
+    if (result.done) {
+      this.end();
+      return over;
+    }
+    const value = result.value;
+    // The handlers here yield messages; a plain init object (a one-value stream's) is made one.
+    return isMessage(value, this.desc)
+      ? (result as IteratorResult<MessageShape<D>>)
+      : { done: false, value: create(this.desc, value as never) };
+  };
+
+  private readonly failed = (error: unknown): never => {
+    this.end();
+    throw error;
+  };
+
+  async return(): Promise<IteratorResult<MessageShape<D>>> {
+    if (this.ended) return over;
+    try {
+      await this.inner.return?.();
+    } finally {
+      this.end();
+    }
+    return over;
+  }
+
+  async throw(error: unknown): Promise<IteratorResult<MessageShape<D>>> {
+    await this.return();
+    throw error;
+  }
+
+  /** The handler sees its signal fire when the stream is over, however it ended. */
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.ctx.abort(callOver);
   }
 }
 
@@ -149,7 +209,7 @@ export function createDirectTransport(
       method,
       header: ctx.responseHeader,
       trailer: ctx.responseTrailer,
-      message: responsesOf(method.output, produced, ctx),
+      message: new ResponseStream(method.output, produced, ctx),
     } satisfies StreamResponse;
   }
 

@@ -145,13 +145,20 @@ export class TaskRun implements TaskEventSource {
   ): AsyncGenerator<StreamResponse> {
     const release = hold?.();
     let next = from;
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<never>((_, reject) => {
-      onAbort = () => reject(new ConnectError("subscriber went away", Code.Canceled));
-      if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort, { once: true });
-    });
-    aborted.catch(() => {});
+    // A wait is one promise, settled by the next publish or by the abort. Not Promise.race with one promise that
+    // the abort rejects: each race left a reaction on that promise until the stream ended, a few hundred bytes
+    // per event of a stream held open.
+    let gone = signal.aborted;
+    let stopWaiting: (() => void) | undefined;
+    const onAbort = () => {
+      gone = true;
+      stopWaiting?.();
+    };
+    const waitForChange = (resolve: () => void) => {
+      stopWaiting = resolve;
+      void this.changed.then(resolve);
+    };
+    if (!gone) signal.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
         while (next < this.events.length) {
@@ -164,10 +171,14 @@ export class TaskRun implements TaskEventSource {
           yield this.events[next++]!;
         }
         if (this.ended) return;
-        await Promise.race([this.changed, aborted]);
+        if (!gone) {
+          await new Promise<void>(waitForChange);
+          stopWaiting = undefined;
+        }
+        if (gone) throw new ConnectError("subscriber went away", Code.Canceled);
       }
     } finally {
-      if (onAbort) signal.removeEventListener("abort", onAbort);
+      signal.removeEventListener("abort", onAbort);
       release?.();
     }
   }
