@@ -17,39 +17,73 @@ export function watchIterable<T>(
     readonly mapError?: (error: unknown) => unknown;
   },
 ): AsyncIterable<T> {
-  const { spanContext } = options;
-  const inSpan = <R>(call: () => R): R => (spanContext ? context.with(spanContext, call) : call());
-  return {
-    [Symbol.asyncIterator]() {
-      const inner = inSpan(open);
-      let finished = false;
-      const finish = (error?: unknown) => {
-        if (finished) return;
-        finished = true;
-        done(error);
-      };
-      return {
-        async next() {
-          try {
-            const result = await inSpan(() => inner.next());
-            if (result.done) finish();
-            return result;
-          } catch (thrown) {
-            const error = options.mapError ? options.mapError(thrown) : thrown;
-            finish(error);
-            throw error;
-          }
-        },
-        async return(value?: unknown) {
-          finish(options.abandoned());
-          return (await inner.return?.(value)) ?? { done: true as const, value: undefined };
-        },
-        async throw(error?: unknown) {
-          finish(error);
-          if (inner.throw) return inner.throw(error);
-          throw error;
-        },
-      };
+  return { [Symbol.asyncIterator]: () => new Watched(open, done, options) };
+}
+
+/**
+ * One reading of a watched iterable. A class whose steps chain on the inner read (one `then` per step), not an
+ * async `next`: an open stream then holds no suspended frame per watching layer, and a step makes one promise.
+ */
+class Watched<T> implements AsyncIterator<T> {
+  private readonly inner: AsyncIterator<T>;
+  private finished = false;
+
+  constructor(
+    open: () => AsyncIterator<T>,
+    private readonly done: (error?: unknown) => void,
+    private readonly options: {
+      readonly spanContext?: Context;
+      readonly abandoned: () => unknown;
+      readonly mapError?: (error: unknown) => unknown;
     },
+  ) {
+    this.inner = this.inSpan(open);
+  }
+
+  private inSpan<R>(call: () => R): R {
+    const { spanContext } = this.options;
+    return spanContext ? context.with(spanContext, call) : call();
+  }
+
+  private finish(error?: unknown): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.done(error);
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    let step: Promise<IteratorResult<T>>;
+    try {
+      step = this.options.spanContext ? this.inSpan(() => this.inner.next()) : this.inner.next();
+    } catch (thrown) {
+      return Promise.reject(this.failed(thrown));
+    }
+    return step.then(this.stepped, this.rejected);
+  }
+
+  private readonly stepped = (result: IteratorResult<T>): IteratorResult<T> => {
+    if (result.done) this.finish();
+    return result;
   };
+
+  private readonly rejected = (thrown: unknown): never => {
+    throw this.failed(thrown);
+  };
+
+  private failed(thrown: unknown): unknown {
+    const error = this.options.mapError ? this.options.mapError(thrown) : thrown;
+    this.finish(error);
+    return error;
+  }
+
+  async return(value?: unknown): Promise<IteratorResult<T>> {
+    this.finish(this.options.abandoned());
+    return (await this.inner.return?.(value)) ?? { done: true as const, value: undefined };
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<T>> {
+    this.finish(error);
+    if (this.inner.throw) return this.inner.throw(error);
+    throw error;
+  }
 }
