@@ -57,9 +57,36 @@ async function callUnary(
   return response.message;
 }
 
-/** A module-level generator: one declared per call would give each stream its own prototype and hidden classes. */
-async function* once<T>(value: T): AsyncIterable<T> {
-  yield value;
+const sent: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * A streaming call's one request message. A class, not a one-line generator: a generator object and its
+ * promises per call, kept as long as the stream by the request that holds it.
+ */
+class OneMessage<T> implements AsyncIterableIterator<T> {
+  constructor(private value: T | undefined) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    const value = this.value;
+    if (value === undefined) return Promise.resolve(sent);
+    this.value = undefined;
+    return Promise.resolve({ done: false, value });
+  }
+
+  return(): Promise<IteratorResult<T>> {
+    this.value = undefined;
+    return Promise.resolve(sent);
+  }
+
+  /** connect's transports pipe a request through iterators that require throw(). */
+  throw(error: unknown): Promise<IteratorResult<T>> {
+    this.value = undefined;
+    return Promise.reject(error);
+  }
 }
 
 async function callStream(
@@ -69,7 +96,7 @@ async function callStream(
   signal: AbortSignal,
   headers: Record<string, string>,
 ): Promise<UpstreamStream> {
-  const response = await transport.stream(method, signal, undefined, headers, once(input));
+  const response = await transport.stream(method, signal, undefined, headers, new OneMessage(input));
   return { header: response.header, events: response.message };
 }
 

@@ -42,15 +42,42 @@ function asMessage<D extends DescMessage>(desc: D, value: unknown): MessageShape
   return isMessage(value, desc) ? (value as MessageShape<D>) : create(desc, value as never);
 }
 
-// The request adapter is a module-level generator function on purpose: a
-// generator function declared inside a call is a new function with its own
-// prototype each time, which gave every open stream extra hidden classes.
-
-async function* messagesOf<D extends DescMessage>(desc: D, input: AsyncIterable<unknown>) {
-  for await (const m of input) yield asMessage(desc, m);
-}
-
 const over: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * A streaming request's messages as the handler reads them, each as a message of the method's input type. A
+ * class rather than a `for await` generator, as ResponseStream below: the request lives as long as the stream.
+ */
+class RequestMessages<D extends DescMessage> implements AsyncIterableIterator<MessageShape<D>> {
+  private readonly inner: AsyncIterator<unknown>;
+
+  constructor(
+    private readonly desc: D,
+    input: AsyncIterable<unknown>,
+  ) {
+    this.inner = input[Symbol.asyncIterator]();
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<MessageShape<D>>> {
+    return this.inner
+      .next()
+      .then((result) => (result.done ? over : { done: false, value: asMessage(this.desc, result.value) }));
+  }
+
+  async return(): Promise<IteratorResult<MessageShape<D>>> {
+    await this.inner.return?.();
+    return over;
+  }
+
+  async throw(error: unknown): Promise<IteratorResult<MessageShape<D>>> {
+    await this.return();
+    throw error;
+  }
+}
 
 /**
  * A streaming handler's output as the caller reads it: each value as a message of the method's output type, and
@@ -236,7 +263,7 @@ export function createDirectTransport(
       const req: StreamRequest & { [timeoutOf]?: number } = {
         ...requestOf(method, header, contextValues, signal),
         stream: true,
-        message: messagesOf(method.input, input),
+        message: new RequestMessages(method.input, input),
       };
       if (timeoutMs !== undefined) req[timeoutOf] = timeoutMs;
       return (await run(req)) as StreamResponse<never, never>;
