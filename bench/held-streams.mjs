@@ -17,6 +17,7 @@ import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
 import { loaderOf, parseFlags } from "./lib/embedded.mjs";
+import { openSseStreams } from "./lib/held-sse.mjs";
 
 const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
@@ -25,58 +26,18 @@ const delay = Number(args.delay ?? 700);
 
 if (args.client === "true") {
   // The client side: opens streams on request and reports when every one has its first event.
-  const { Agent, request } = await import("node:http");
   const { randomUUID } = await import("node:crypto");
   let held;
   process.on("message", async ({ type, url, n }) => {
     if (type === "open") {
-      const agent = new Agent({ keepAlive: true, maxSockets: n });
-      let seen = 0;
-      let allSeen;
-      const first = new Promise((r) => (allSeen = r));
-      const ends = Array.from(
-        { length: n },
-        () =>
-          new Promise((done) => {
-            const message = { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "x".repeat(100) }] };
-            const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message } });
-            const req = request(
-              url,
-              {
-                method: "POST",
-                agent,
-                headers: {
-                  "content-type": "application/json",
-                  "content-length": Buffer.byteLength(body),
-                  "a2a-version": "1.0",
-                  accept: "text/event-stream",
-                },
-              },
-              (res) => {
-                let text = "";
-                let first = false;
-                res.setEncoding("utf8");
-                res.on("data", (c) => {
-                  text += c;
-                  if (!first && text.includes("\n\n")) {
-                    first = true;
-                    if (++seen === n) allSeen();
-                  }
-                });
-                res.on("end", () => done(res.statusCode === 200 && !text.includes("event: error")));
-              },
-            );
-            req.on("error", () => done(false));
-            req.end(body);
-          }),
-      );
-      held = { agent, ends };
-      await first;
+      held = openSseStreams(url, n, () => {
+        const message = { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "x".repeat(100) }] };
+        return JSON.stringify({ jsonrpc: "2.0", id: 1, method: "SendStreamingMessage", params: { message } });
+      });
+      await held.firstEvents;
       process.send({ type: "open" });
     } else if (type === "await") {
-      const results = await Promise.all(held.ends);
-      held.agent.destroy();
-      process.send({ type: "ended", ok: results.filter(Boolean).length });
+      process.send({ type: "ended", ok: (await held.ended()).ok });
     }
   });
 } else {

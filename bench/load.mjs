@@ -8,6 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { A2AService, Role, SendMessageRequestSchema } from "@parley/proto";
+import { openSseStreams } from "./lib/held-sse.mjs";
 
 export const TEXT =
   "Parley benchmark payload: a short user turn of about one hundred bytes, the size of a chat line....";
@@ -193,57 +194,16 @@ async function run(spec, phase) {
 let held;
 
 async function openStreams({ url, count }) {
-  const agent = new Agent({ keepAlive: true, maxSockets: count });
-  let firstSeen = 0;
-  let firstDone;
-  const allFirst = new Promise((r) => (firstDone = r));
-  const ends = Array.from(
-    { length: count },
-    () =>
-      new Promise((resolve) => {
-        const body = jsonRpcBody("SendStreamingMessage", `held-${randomUUID()}`);
-        const req = request(
-          url,
-          {
-            method: "POST",
-            agent,
-            headers: {
-              "content-type": "application/json",
-              "content-length": Buffer.byteLength(body),
-              "a2a-version": "1.0",
-              accept: "text/event-stream",
-            },
-          },
-          (res) => {
-            let seen = false;
-            let text = "";
-            res.setEncoding("utf8");
-            res.on("data", (c) => {
-              text += c;
-              if (!seen && text.includes("\n\n")) {
-                seen = true;
-                if (++firstSeen === count) firstDone();
-              }
-            });
-            res.on("end", () => resolve({ ok: res.statusCode === 200 && !text.includes("event: error") && seen }));
-            res.on("error", () => resolve({ ok: false }));
-          },
-        );
-        req.on("error", () => resolve({ ok: false }));
-        req.end(body);
-      }),
-  );
-  held = { agent, ends };
+  held = openSseStreams(url, count, () => jsonRpcBody("SendStreamingMessage", `held-${randomUUID()}`));
   const timeout = new Promise((r) => setTimeout(r, 30_000, "timeout"));
-  const outcome = await Promise.race([allFirst, timeout]);
-  return { open: firstSeen, timedOut: outcome === "timeout" };
+  const outcome = await Promise.race([held.firstEvents, timeout]);
+  return { open: held.opened(), timedOut: outcome === "timeout" };
 }
 
 async function awaitStreams() {
-  const results = await Promise.all(held.ends);
-  held.agent.destroy();
+  const results = await held.ended();
   held = undefined;
-  return { ok: results.filter((r) => r.ok).length, failed: results.filter((r) => !r.ok).length };
+  return results;
 }
 
 /** Sequential sends on one context: the per-turn latency a long thread adds. */
