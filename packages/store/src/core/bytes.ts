@@ -93,21 +93,11 @@ export function u32(value: number): Uint8Array {
 }
 
 /**
- * Writes length-prefixed fields (u32 big-endian length + bytes) one after the
+ * The UTF-8 of `fields`, each after its length (u32 big-endian), one after the
  * other. Unlike concatenation, no two different field lists produce the same
  * bytes, which is what makes ("tenant/a", "x") and ("tenant", "/ax") distinct.
- */
-export function lengthPrefixed(fields: readonly Uint8Array[]): Uint8Array {
-  const parts: Uint8Array[] = [];
-  for (const field of fields) parts.push(u32(field.length), field);
-  return concatBytes(parts);
-}
-
-/**
- * lengthPrefixed over the UTF-8 of `fields`, written in place: one allocation
- * for the record part, where encodeUtf8 per field and lengthPrefixed allocate
- * each field, each length and the whole again. Same bytes as
- * `lengthPrefixed(fields.map(encodeUtf8))`.
+ * Written in place: one allocation, where encoding each field and then joining
+ * them allocated each field, each length and the whole again.
  */
 export function lengthPrefixedUtf8(fields: readonly string[]): Uint8Array {
   let length = 0;
