@@ -35,11 +35,10 @@ export interface TaskRecordFlags {
 /**
  * The store record of a task (its state and timestamp indexed, the task itself encoded).
  *
- * The encoding of a hidden task's record is made when the store first reads it: a hidden task that ends
- * (its turn answered with a Message) is dropped by a backend that keeps hidden tasks apart (LevelDB deletes
- * its turn-in-flight entry), and encoding the whole task for that was a quarter of the bytes a Message-reply
- * turn allocated (measured). The task must not change until the write settles; the engine writes a finished
- * turn's task, which nothing changes after.
+ * The encoding of a hidden task's record is made when the store first reads it: a backend that keeps hidden
+ * tasks apart (LevelDB) never does, and encoding the whole task for it, at a turn's start and end, was a quarter
+ * of the bytes a Message-reply turn allocated (measured). The task must not change until the write settles: the
+ * engine awaits each such write before it changes the task again.
  */
 export function taskRecord(tenant: string, task: Task, flags?: TaskRecordFlags): TaskRecord {
   const stamp = task.status?.timestamp;
