@@ -31,9 +31,11 @@ const noTimeout = () => undefined;
  *
  * Here the handler's signal, and the listeners on the caller's and the
  * shutdown signals that feed it, are made the first time the handler reads
- * `signal`: a call that never does (a SendMessage answered with a Message)
- * makes no AbortController, adds no listener and dispatches no abort event
- * (about 5 us of CPU per call, Node 20). The response header and trailer are
+ * `signal`: a call that never does (GetTask) makes no AbortController, adds
+ * no listener and dispatches no abort event (about 5 us of CPU per call,
+ * Node 20); one that only needs to hear of the abort (a blocking SendMessage,
+ * through onAbort below) gets the listeners on the caller's and the shutdown
+ * signals, and no signal of its own. The response header and trailer are
  * made when first read too. What a handler can see is the same: its signal
  * fires when the caller aborts (with its reason), when the server shuts down,
  * at the deadline, and when the call ends; read after any of those, it is
@@ -41,6 +43,25 @@ const noTimeout = () => undefined;
  */
 export function createInProcessContext(init: InProcessContextInit): InProcessContext {
   return new InProcessCallContext(init);
+}
+
+const noop = () => {};
+
+/**
+ * Calls `listener` once when the handler's signal fires (the caller went away, shutdown, the deadline, the call's
+ * end), or at once when it already has; returns the function that stops listening. The same as a listener on
+ * `ctx.signal`, but an in-process context then makes no signal: a SendMessage that waits for its run this way
+ * builds no AbortController and dispatches no abort event (about 10 us of CPU per call, Node 20).
+ */
+export function onAbort(ctx: HandlerContext, listener: () => void): () => void {
+  if (ctx instanceof InProcessCallContext) return ctx.watch(listener);
+  const { signal } = ctx;
+  if (signal.aborted) {
+    listener();
+    return noop;
+  }
+  signal.addEventListener("abort", listener, { once: true });
+  return () => signal.removeEventListener("abort", listener);
 }
 
 /**
@@ -63,6 +84,8 @@ class InProcessCallContext implements InProcessContext {
   private endedWith: { reason: unknown } | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private listeners: { caller: () => void; shutdown: () => void } | undefined;
+  /** What onAbort registered: called when the call ends, whether or not the signal was made. */
+  private watchers: (() => void)[] | undefined;
   private header: Headers | undefined;
   private trailer: Headers | undefined;
 
@@ -103,30 +126,53 @@ class InProcessCallContext implements InProcessContext {
       this.endedWith = early;
       controller.abort(early.reason);
     } else {
-      const listeners = {
-        caller: () => this.abort(this.requestSignal.reason),
-        shutdown: () => this.abort(this.shutdownSignal?.reason),
-      };
-      this.listeners = listeners;
-      this.requestSignal.addEventListener("abort", listeners.caller);
-      this.shutdownSignal?.addEventListener("abort", listeners.shutdown);
+      this.listen();
     }
     return controller.signal;
   }
 
+  /** onAbort's listener; called at once when the call has already ended. */
+  watch(listener: () => void): () => void {
+    if (this.controller?.signal.aborted || this.endedWith || this.abortedFromOutside()) {
+      listener();
+      return noop;
+    }
+    this.listen();
+    this.watchers ??= [];
+    const { watchers } = this;
+    watchers.push(listener);
+    return () => {
+      const i = watchers.indexOf(listener);
+      if (i >= 0) watchers.splice(i, 1);
+    };
+  }
+
   abort(reason: unknown): void {
     this.stopTimer();
-    const { controller, listeners } = this;
-    if (!controller) {
-      this.endedWith ??= this.abortedFromOutside() ?? { reason };
-      return;
-    }
+    const { controller, listeners, watchers } = this;
     if (listeners) {
       this.listeners = undefined;
       this.requestSignal.removeEventListener("abort", listeners.caller);
       this.shutdownSignal?.removeEventListener("abort", listeners.shutdown);
     }
-    if (!controller.signal.aborted) controller.abort(reason);
+    if (!controller) this.endedWith ??= this.abortedFromOutside() ?? { reason };
+    else if (!controller.signal.aborted) controller.abort(reason);
+    if (watchers) {
+      this.watchers = undefined;
+      for (const watcher of watchers) watcher();
+    }
+  }
+
+  /** Listens on the caller's and the shutdown signals, once, for the signal or a watcher. */
+  private listen(): void {
+    if (this.listeners) return;
+    const listeners = {
+      caller: () => this.abort(this.requestSignal.reason),
+      shutdown: () => this.abort(this.shutdownSignal?.reason),
+    };
+    this.listeners = listeners;
+    this.requestSignal.addEventListener("abort", listeners.caller);
+    this.shutdownSignal?.addEventListener("abort", listeners.shutdown);
   }
 
   private stopTimer(): void {

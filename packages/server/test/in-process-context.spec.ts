@@ -1,8 +1,8 @@
 import { getEventListeners } from "node:events";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { A2AService } from "@parley/proto";
 import { describe, expect, it } from "vitest";
-import { createInProcessContext, type InProcessContextInit } from "../src/in-process-context.js";
+import { createInProcessContext, type InProcessContextInit, onAbort } from "../src/in-process-context.js";
 
 const init = (over: Partial<InProcessContextInit> = {}): InProcessContextInit => ({
   service: A2AService,
@@ -76,5 +76,59 @@ describe("the in-process handler context", () => {
     ctx.responseHeader.set("parley-stream-start", "3");
     expect(ctx.responseHeader.get("parley-stream-start")).toBe("3");
     expect(ctx.responseTrailer).toBe(ctx.responseTrailer);
+  });
+
+  it("tells onAbort of the caller's abort, the deadline and the call's end, with only the caller's listeners", async () => {
+    const caller = new AbortController();
+    const shutdown = new AbortController();
+    const ctx = createInProcessContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
+    const heard: string[] = [];
+    const stop = onAbort(ctx, () => heard.push("first"));
+    onAbort(ctx, () => heard.push("second"));
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(1);
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(1);
+    stop();
+    caller.abort("gone");
+    expect(heard).toEqual(["second"]);
+    expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+    expect(getEventListeners(shutdown.signal, "abort")).toHaveLength(0);
+    // The signal, read afterwards, carries the caller's reason; a listener added now hears at once.
+    expect(ctx.signal.reason).toBe("gone");
+    onAbort(ctx, () => heard.push("late"));
+    ctx.abort(over);
+    expect(heard).toEqual(["second", "late"]);
+
+    const ended = createInProcessContext(init());
+    const onEnd: string[] = [];
+    onAbort(ended, () => onEnd.push("ended"));
+    ended.abort(over);
+    ended.abort(over);
+    expect(onEnd).toEqual(["ended"]);
+    expect(ended.signal.reason).toBe(over);
+
+    const timed = createInProcessContext(init({ timeoutMs: 10 }));
+    const reasons: unknown[] = [];
+    onAbort(timed, () => reasons.push(timed.signal.reason));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    expect(reasons.map((r) => ConnectError.from(r).code)).toEqual([Code.DeadlineExceeded]);
+  });
+
+  it("listens on the signal of any other handler context", () => {
+    const caller = new AbortController();
+    const ctx = createHandlerContext({
+      service: A2AService,
+      method: A2AService.method.sendMessage,
+      protocolName: "connect",
+      requestMethod: "POST",
+      url: "http://localhost/",
+      requestSignal: caller.signal,
+    });
+    const heard: string[] = [];
+    const stop = onAbort(ctx, () => heard.push("stopped"));
+    stop();
+    onAbort(ctx, () => heard.push("gone"));
+    caller.abort("gone");
+    onAbort(ctx, () => heard.push("already"));
+    expect(heard).toEqual(["gone", "already"]);
   });
 });

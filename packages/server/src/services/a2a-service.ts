@@ -18,6 +18,7 @@ import type { ParleyConfig } from "../config.js";
 import type { Engine, SendOptions } from "../engine/engine.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { createTypedError, fromStore, invalidArgument, taskNotFound } from "../errors.js";
+import { onAbort } from "../in-process-context.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
 import { type Resumable, subscribeFromLog } from "../replicas/resume.js";
@@ -54,15 +55,14 @@ function settledResponse(run: TaskRun, historyLength: number | undefined): SendM
 }
 
 /** Waits for the run to settle; a caller that goes away first stops waiting (its call fails), not the run. */
-function settledOrGone(run: TaskRun, signal: AbortSignal): Promise<void> {
+function settledOrGone(run: TaskRun, ctx: HandlerContext): Promise<void> {
   if (run.finished) return Promise.resolve();
-  if (signal.aborted) return Promise.reject(callerGone());
-  // One promise and one listener (Promise.race made two more promises and a reaction on each).
+  // One promise and one listener (Promise.race made two more promises and a reaction on each); onAbort, not
+  // ctx.signal, so an in-process call makes no signal for it.
   return new Promise((resolve, reject) => {
-    const onAbort = () => reject(callerGone());
-    signal.addEventListener("abort", onAbort, { once: true });
+    const stop = onAbort(ctx, () => reject(callerGone()));
     void run.settled.then(() => {
-      signal.removeEventListener("abort", onAbort);
+      stop();
       resolve();
     });
   });
@@ -156,7 +156,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
         return { payload: { case: "task", value: withHistoryLength(clone(TaskSchema, run.task), historyLength) } };
       }
       // A caller that goes away stops waiting, not the task: it can be read back with GetTask or SubscribeToTask.
-      await settledOrGone(run, ctx.signal);
+      await settledOrGone(run, ctx);
       return { payload: settledResponse(run, historyLength) };
     },
 
