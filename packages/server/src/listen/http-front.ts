@@ -119,14 +119,16 @@ export function trackHttpRequests<Req extends NodeRequest, Res extends NodeRespo
       const method = note.method ?? "http";
       const code = note.code ?? (res.statusCode < 400 && res.writableFinished ? "ok" : `http_${res.statusCode}`);
       metrics?.request(protocol, method, code, seconds);
-      requestLog?.write({
-        requestId: String(req.headers[wireHeaders.requestId] ?? ""),
-        protocol,
-        method,
-        code,
-        durationMs: Math.round(seconds * 1e6) / 1e3,
-        ...(note.error !== undefined ? { error: note.error } : {}),
-      });
+      if (requestLog?.writes(protocol, code)) {
+        requestLog.write({
+          requestId: String(req.headers[wireHeaders.requestId] ?? ""),
+          protocol,
+          method,
+          code,
+          durationMs: Math.round(seconds * 1e6) / 1e3,
+          ...(note.error !== undefined ? { error: note.error } : {}),
+        });
+      }
       if (span) {
         span.updateName(method);
         span.setAttribute("rpc.method", method);

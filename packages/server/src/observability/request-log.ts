@@ -21,6 +21,8 @@ export interface FinishedRequest {
 }
 
 export interface RequestLog {
+  /** Whether a request of this protocol and outcome gets a line: callers build the line only then. */
+  writes(protocol: RequestProtocol, code: string): boolean;
   write(request: FinishedRequest): void;
 }
 
@@ -44,9 +46,12 @@ export function createRequestLog(logger: Logger, options: { readonly logTenant: 
     }
     return digest;
   };
+  const levelOf = (protocol: RequestProtocol, code: string) =>
+    protocol === "in-process" ? "debug" : serverFailures.has(code) ? "warn" : "info";
   return {
+    writes: (protocol, code) => logger.isLevelEnabled(levelOf(protocol, code)),
     write(request) {
-      const level = request.protocol === "in-process" ? "debug" : serverFailures.has(request.code) ? "warn" : "info";
+      const level = levelOf(request.protocol, request.code);
       if (!logger.isLevelEnabled(level)) return;
       const { tenant, ...rest } = request;
       const line = tenant !== undefined && options.logTenant === "hash" ? { ...rest, tenant: tenantOf(tenant) } : rest;

@@ -114,7 +114,8 @@ export function createObservingInterceptor(
         metrics.request(protocol, method, outcome.code, seconds);
         if (outcome.reason) metrics.rejection(outcome.reason);
       }
-      if (requestLog) {
+      // A line is built only to be written: an in-process call's (at debug) usually is not.
+      if (requestLog?.writes(protocol, outcome.code)) {
         const tenant = tenantOf(req.contextValues);
         requestLog.write({
           requestId,
