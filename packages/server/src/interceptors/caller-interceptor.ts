@@ -84,10 +84,45 @@ export function boundError(error: unknown): unknown {
   );
 }
 
-async function* boundStreamErrors<T>(messages: AsyncIterable<T>): AsyncIterable<T> {
-  try {
-    yield* messages;
-  } catch (error) {
+const rethrowBound = (error: unknown): never => {
+  throw boundError(error);
+};
+
+/**
+ * A stream's messages with its failure bounded (boundError). A class in front of the inner iterator, not a
+ * `yield*` generator: an open stream then holds no suspended generator, and a message costs one `then`.
+ */
+class BoundStreamErrors<T> implements AsyncIterable<T>, AsyncIterator<T> {
+  private inner: AsyncIterator<T> | undefined;
+
+  constructor(private readonly messages: AsyncIterable<T>) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  private opened(): AsyncIterator<T> {
+    this.inner ??= this.messages[Symbol.asyncIterator]();
+    return this.inner;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    try {
+      return this.opened().next().catch(rethrowBound);
+    } catch (error) {
+      return Promise.reject(boundError(error));
+    }
+  }
+
+  async return(value?: unknown): Promise<IteratorResult<T>> {
+    const inner = this.inner;
+    if (inner?.return) return inner.return(value).catch(rethrowBound);
+    return { done: true, value: undefined };
+  }
+
+  async throw(error?: unknown): Promise<IteratorResult<T>> {
+    const inner = this.inner;
+    if (inner?.throw) return inner.throw(error).catch(rethrowBound);
     throw boundError(error);
   }
 }
@@ -173,7 +208,7 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
     return async (req) => {
       try {
         const res = await inner(req);
-        return res.stream ? { ...res, message: boundStreamErrors(res.message) } : res;
+        return res.stream ? { ...res, message: new BoundStreamErrors(res.message) } : res;
       } catch (error) {
         throw boundError(error);
       }
