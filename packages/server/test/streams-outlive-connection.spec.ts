@@ -131,6 +131,50 @@ describe.each(["grpc", "connect"] as const)("a task outlives its stream over %s 
     expect(storedText(task)).toContain(text);
   });
 
+  it("logs a SendMessage's events from its start once someone looks its task up while it runs", async () => {
+    const client = server.a2a(protocol);
+    const contextId = `looked-up-${crypto.randomUUID()}`;
+    const sent = client.sendMessage({ message: userMessage(text, { contextId }) });
+    // Three chunks in: the run was hidden (a blocking send may end with a Message) until this listing showed it.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const [listed] = (await client.listTasks({ contextId })).tasks;
+    const followed = await collect(client.subscribeToTask({ id: listed!.id }));
+    const done = (await sent).payload.value as Task;
+    expect(followed[0]?.payload.case).toBe("task");
+    expect(streamedText(followed)).toBe(text);
+    expect(finalState(followed)).toBe(TaskState.COMPLETED);
+    // The same events by seq, from the log, after the end.
+    const replay = await collect(server.a2a(protocol, { [wire.resumeAfter]: "0" }).subscribeToTask({ id: done.id }));
+    expect(replay).toEqual(followed);
+  });
+
+  it("resumes a stream that attached to a running SendMessage of the same message (a retry)", async () => {
+    const client = server.a2a(protocol);
+    const message = userMessage(text, { messageId: `retried-${crypto.randomUUID()}` });
+    const sent = client.sendMessage({ message });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const dropped = await readThenDrop((options) => client.sendStreamingMessage({ message }, options), 3);
+    const taskId = taskIdOf(dropped.events);
+    // Resumed after the end: the log has the run, the stream's events by their seqs.
+    expect(((await sent).payload.value as Task).id).toBe(taskId);
+    const rest = await collect(
+      server.a2a(protocol, { [wire.resumeAfter]: String(dropped.start + 3) }).subscribeToTask({ id: taskId }),
+    );
+    expect(streamedText([...dropped.events, ...rest])).toBe(text);
+    expect(finalState(rest)).toBe(TaskState.COMPLETED);
+  });
+
+  it("keeps no event log of a SendMessage that nobody followed while it ran: the answer has the task", async () => {
+    const client = server.a2a(protocol);
+    const done = (await client.sendMessage({ message: userMessage(text) })).payload.value as Task;
+    expect(done.status?.state).toBe(TaskState.COMPLETED);
+    expect(storedText(await client.getTask({ id: done.id }))).toBe(text);
+    // Nobody has a seq of its events, and a terminal task takes no SubscribeToTask without one.
+    await expect(
+      collect(server.a2a(protocol, { [wire.resumeAfter]: "0" }).subscribeToTask({ id: done.id })),
+    ).rejects.toThrow(/no longer kept/);
+  });
+
   it("follows an INPUT_REQUIRED task through its follow-up turn to COMPLETED", async () => {
     const conformance = await startTestServer({ agents: [{ name: "conformance", type: "conformance" }] });
     try {

@@ -230,9 +230,16 @@ export class Engine {
     // Derived, not random: a retry of this exact message finds the first send's context and task.
     if (contextId === "") contextId = contextIdOfNewConversation(caller.tenant, inbound.messageId, payload);
 
+    // The caller is handed the task at once (a stream, returnImmediately, a push config); a new task that is not
+    // (a blocking send) may end as a Message: until someone is shown it, the store keeps only its turn-in-flight record.
+    const handedOver =
+      options.streaming === true ||
+      options.beforeRun !== undefined ||
+      request.configuration?.returnImmediately === true;
     const guardKey = scopedKey(caller.tenant, contextId);
     for (let running = this.busy.get(guardKey); running; running = this.busy.get(guardKey)) {
       if (running.trigger.messageId === inbound.messageId && bytesEqual(running.trigger.payload, payload)) {
+        if (handedOver) this.reveal(running);
         return { kind: "run", run: running, attached: true };
       }
       // Its agent is done and its outcome is being written: GetTask already shows the end, so a caller that
@@ -254,13 +261,7 @@ export class Engine {
       { messageId: inbound.messageId, payload },
       this.runListener,
     );
-    // A new task that its caller is not handed at once (a blocking send without a push config) may end as a
-    // Message: until someone is shown it, the store keeps only its turn-in-flight record.
-    run.visible =
-      existing !== undefined ||
-      options.streaming === true ||
-      options.beforeRun !== undefined ||
-      request.configuration?.returnImmediately === true;
+    run.visible = existing !== undefined || handedOver;
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
     // The previous run of this context has published its end but may still be making it durable
@@ -400,6 +401,13 @@ export class Engine {
     this.runs.delete(scopedKey(run.tenant, run.taskId));
   }
 
+  /** Makes a running task visible (TaskRun.visible) while it runs: someone outside the engine now knows of it. */
+  private reveal(run: TaskRun): void {
+    if (run.visible) return;
+    run.visible = true;
+    this.coordinator.shown(run);
+  }
+
   /**
    * Makes the hidden running tasks of a tenant (of one context, when given)
    * visible, their records written before this resolves: a listing that
@@ -409,7 +417,7 @@ export class Engine {
     const writes: Promise<void>[] = [];
     for (const run of this.runs.values()) {
       if (run.visible || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) continue;
-      run.visible = true;
+      this.reveal(run);
       const written = this.store.putTask(taskRecord(tenant, run.task), this.coordinator.writeOptions(run));
       writes.push(
         written.catch((error: unknown) => {
@@ -430,7 +438,7 @@ export class Engine {
     if (live) {
       // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
       // subscriber sees its end in the event log even when the agent answers with a Message.
-      live.visible = true;
+      this.reveal(live);
       return live.task.status?.state ?? TaskState.UNSPECIFIED;
     }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
@@ -442,7 +450,7 @@ export class Engine {
     const live = this.liveRun(tenant, taskId);
     if (live) {
       // Asked for by id (GetTask, SubscribeToTask, a push config): the task outlives its turn whatever it answers.
-      live.visible = true;
+      this.reveal(live);
       return clone(TaskSchema, live.task);
     }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
@@ -454,7 +462,7 @@ export class Engine {
   async cancel(tenant: string, taskId: string): Promise<Task> {
     const live = this.liveRun(tenant, taskId);
     if (live && !live.finished) {
-      live.visible = true;
+      this.reveal(live);
       live.cancel("canceled");
       await live.settled;
       return clone(TaskSchema, live.task);

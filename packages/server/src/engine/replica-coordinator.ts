@@ -37,6 +37,11 @@ export interface ReplicaCoordinator {
    * Undefined when there is nothing to do, so publishing costs nothing extra.
    */
   readonly onPublish: ((run: TaskRun, event: StreamResponse) => void) | undefined;
+  /**
+   * The run's task was just shown to someone outside the engine (TaskRun.visible turned true while it runs,
+   * before its outcome is written): a coordinator that left a hidden run's events out of the log logs them now.
+   */
+  shown(run: TaskRun): void;
   /** After the run's last event: waits until its events are durable, then frees the context. */
   finish(run: TaskRun): Promise<void>;
   /** Frees what `acquire` took for a run that never started (its send failed, or was a retry). */

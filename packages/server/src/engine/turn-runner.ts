@@ -206,7 +206,8 @@ async function persistOutcome(
   hidden: boolean,
   last?: StreamResponse,
 ): Promise<void> {
-  // A turn that ends as a task hands its caller the task: from now on it is visible.
+  // A turn that ends as a task hands its caller the task: from now on it is visible. Not ReplicaCoordinator.shown:
+  // nobody followed the run while it ran, so a coordinator may leave out of the log what nobody will read.
   if (!hidden) run.visible = true;
   const record = taskRecord(run.tenant, run.task, hidden ? { hidden } : undefined);
   if (!last) return writeOutcome(ctx, run, reply, record, ctx.coordinator.writeOptions(run));

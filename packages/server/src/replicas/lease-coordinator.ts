@@ -70,6 +70,14 @@ interface RunState {
   released: boolean;
   /** The seq of the run's final event once it was logged with the run's final write (finalWrite), else 0. */
   loggedFinal: number;
+  /** How many of the run's events (TaskRun.events) went to the queue or were passed over. */
+  queued: number;
+  /**
+   * Whether someone outside the engine could know of the run's task while it ran (TaskRun.visible; see shown).
+   * Where nobody else can find a hidden task (one process owns the store), the events of a run that is not
+   * are not logged while it stays so.
+   */
+  followable: boolean;
   /** The pending start of the next flush, while events gather (eventBatchMs). */
   gathering: NodeJS.Timeout | undefined;
   /** Ending the task of a lost replica whose lease this run's append took over; awaited before the lease is freed. */
@@ -185,6 +193,8 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       lost: false,
       released: false,
       loggedFinal: 0,
+      queued: 0,
+      followable: run.visible || !this.ownsUnfinishedTasks,
       gathering: undefined,
       renewer: undefined,
       ending: undefined,
@@ -240,9 +250,18 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     clearTimeout(state.gathering);
     state.gathering = undefined;
     const seq = state.seqBase + run.events.length + 1;
-    const batch = [...state.queue.splice(0, state.queue.length), { seq, payload: encodeEvent(last), final: true }];
+    // A run that nobody could follow while it ran and whose task ends for good (its caller gets the task in the
+    // answer): its events would never be read (nobody has their seqs, a terminal task takes no SubscribeToTask
+    // without one), so its end is written without them: three records and their encoding less per turn. A run
+    // that ends waiting for input is logged whole: SubscribeToTask finds where its next run starts in the log.
+    const unread = !state.followable && !leavesWaiting(last);
+    if (!unread) this.catchUp(run, state);
+    const batch = unread
+      ? undefined
+      : [...state.queue.splice(0, state.queue.length), { seq, payload: encodeEvent(last), final: true }];
     try {
-      const written = await write({ fence: state.fence, events: batch });
+      const written = await write(batch ? { fence: state.fence, events: batch } : { fence: state.fence });
+      // Nothing more of this run goes to the log (its final event, published next, was written or passed over).
       state.loggedFinal = seq;
       // The run's last event is durable with its outcome: the lease is freed now, in the same tick as the
       // write's end (finish has nothing left to flush), so nobody who read the final task finds the context
@@ -255,7 +274,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       return written;
     } catch (error) {
       // Nothing of the write landed: the events queued before it are logged as usual (finish flushes them).
-      state.queue.unshift(...batch.slice(0, -1));
+      if (batch) state.queue.unshift(...batch.slice(0, -1));
       throw error;
     }
   }
@@ -268,19 +287,37 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   /** Queues a published event for the shared log; called from the run's publish path, so it never blocks. */
   private enqueue(run: TaskRun, event: StreamResponse): void {
     const state = this.runs.get(run);
-    if (!state || state.lost || state.released) return;
-    // A Message that ends a run nobody was shown: no one can subscribe to its task, which is not kept.
-    if (!run.visible && event.payload.case === "message") return;
-    const seq = state.seqBase + run.events.length;
-    // Logged already, with the run's final write.
-    if (seq === state.loggedFinal) return;
-    const final = endsRun(event);
-    state.queue.push({ seq, payload: encodeEvent(event), final });
+    if (!state || state.lost || state.released || !state.followable) return;
+    this.catchUp(run, state);
     // A flush in flight takes everything queued meanwhile. Otherwise events gather for eventBatchMs, so a
     // streaming agent costs a write per window, not per chunk; the run's last event goes at once.
     if (state.flushing) return;
-    if (final) this.startFlush(run, state);
+    if (endsRun(event)) this.startFlush(run, state);
     else state.gathering ??= setTimeout(() => this.startFlush(run, state), this.options.eventBatchMs ?? 20);
+  }
+
+  /**
+   * The run's task was just shown to someone outside the engine (TaskRun.visible): from now on its events are
+   * logged, those it published before first, so a subscriber reads the run from its start.
+   */
+  shown(run: TaskRun): void {
+    const state = this.runs.get(run);
+    if (!state || state.followable) return;
+    state.followable = true;
+    const last = run.events[run.events.length - 1];
+    if (last) this.enqueue(run, last);
+  }
+
+  /** Queues the run's published events that are not yet (each once, in seq order). */
+  private catchUp(run: TaskRun, state: RunState): void {
+    for (; state.queued < run.events.length; state.queued++) {
+      const event = run.events[state.queued]!;
+      const seq = state.seqBase + state.queued + 1;
+      // Logged already, with the run's final write; or a Message that ends a run nobody was shown: no one can
+      // subscribe to its task, which is not kept.
+      if (seq === state.loggedFinal || (!run.visible && event.payload.case === "message")) continue;
+      state.queue.push({ seq, payload: encodeEvent(event), final: endsRun(event) });
+    }
   }
 
   private startFlush(run: TaskRun, state: RunState): void {
@@ -601,8 +638,13 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   }
 }
 
-/** A final event that left the task waiting for input: the task goes on after it. */
-function endsWaiting(event: TaskEvent): boolean {
-  const p = fromBinary(StreamResponseSchema, event.payload).payload;
+/** A run's final event after which its task goes on: it left the task waiting for the client (input, auth). */
+export function leavesWaiting(event: StreamResponse): boolean {
+  const p = event.payload;
   return p.case === "statusUpdate" && isInterruptedState(p.value.status?.state ?? TaskState.UNSPECIFIED);
+}
+
+/** A logged final event that left the task waiting for input: the task goes on after it. */
+function endsWaiting(event: TaskEvent): boolean {
+  return leavesWaiting(fromBinary(StreamResponseSchema, event.payload));
 }

@@ -5,7 +5,6 @@ import {
   AgentExtensionSchema,
   extensionUris,
   headers,
-  isInterruptedState,
   isTerminalState,
   type StreamResponse,
   StreamResponseSchema,
@@ -14,7 +13,7 @@ import {
 import type { TaskEventLog } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { createTypedError, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
-import type { LeaseCoordinator } from "./lease-coordinator.js";
+import { type LeaseCoordinator, leavesWaiting } from "./lease-coordinator.js";
 
 /** Request header of SubscribeToTask: the seq of the last event the client has; the stream starts after it. */
 const resumeAfterHeader = headers.resumeAfter;
@@ -120,12 +119,6 @@ async function startOf(
   return { after: resumeAfter, snapshot: undefined };
 }
 
-/** A final event after which the task goes on: its run ended waiting for the client. */
-function leavesTaskWaiting(event: StreamResponse): boolean {
-  const p = event.payload;
-  return p.case === "statusUpdate" && isInterruptedState(p.value.status?.state ?? TaskState.UNSPECIFIED);
-}
-
 /** The log's events after `after`, across runs: a run that ends waiting for input is followed by the next. */
 async function* followAcrossTurns(
   events: TaskEventLog,
@@ -140,7 +133,7 @@ async function* followAcrossTurns(
     for await (const logged of events.subscribe(tenant, taskId, next, signal)) {
       next = logged.seq;
       const event = fromBinary(StreamResponseSchema, logged.payload);
-      waiting = logged.final && leavesTaskWaiting(event);
+      waiting = logged.final && leavesWaiting(event);
       yield event;
     }
     if (!waiting || signal.aborted) return;
