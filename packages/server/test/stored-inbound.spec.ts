@@ -1,4 +1,5 @@
 import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { MessageSchema, Role } from "@parley/proto";
 import { describe, expect, it } from "vitest";
 import { encodeInbound, encodeStoredInbound, storedInbound } from "../src/engine/message-validation.js";
@@ -46,6 +47,12 @@ describe("the task's copy of an inbound message", () => {
         const decoded = fromBinary(MessageSchema, encodeStoredInbound(encodeInbound(inbound), inbound, stored));
         expect(equals(MessageSchema, decoded, stored)).toBe(true);
         expect(equals(MessageSchema, decoded, fromBinary(MessageSchema, toBinary(MessageSchema, stored)))).toBe(true);
+        // The ids that differ appended as fields, as protobuf's own writer appends them.
+        const writer = new BinaryWriter().raw(encodeInbound(inbound));
+        if (contextId !== inbound.contextId) writer.tag(2, WireType.LengthDelimited).string(contextId);
+        if (taskId !== inbound.taskId) writer.tag(3, WireType.LengthDelimited).string(taskId);
+        if (stored.role !== inbound.role) writer.tag(4, WireType.Varint).int32(stored.role);
+        expect(encodeStoredInbound(encodeInbound(inbound), inbound, stored)).toEqual(writer.finish());
       }
       expect(toBinary(MessageSchema, inbound)).toEqual(before);
     });

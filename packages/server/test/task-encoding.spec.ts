@@ -2,6 +2,7 @@ import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { MessageSchema, Role, StreamResponseSchema, TaskSchema, TaskState } from "@parley/proto";
 import { describe, expect, it } from "vitest";
+import { encodeInbound } from "../src/engine/message-validation.js";
 import { encodeEvent, encodeMessage, encodeTask } from "../src/engine/task-encoding.js";
 import { statusEvent, streamEvent, taskSnapshot } from "../src/engine/task-model.js";
 
@@ -94,5 +95,87 @@ describe("task encoding", () => {
     if (event.payload.case === "statusUpdate") event.payload.value.metadata = metadata;
     expect(encodeEvent(event)).toEqual(toBinary(StreamResponseSchema, event));
     expect(equals(StreamResponseSchema, fromBinary(StreamResponseSchema, encodeEvent(event)), event)).toBe(true);
+  });
+
+  it("writes the messages, statuses and artifacts a turn carries byte for byte as toBinary, whatever their shape", () => {
+    const long = "y".repeat(20_000);
+    const texts = ["", "x", "reply ☃ 🎉", "lone \uD800 surrogate", long];
+    const messages = [
+      ...texts.map((text, i) =>
+        create(MessageSchema, {
+          messageId: i % 2 ? "" : `m-${i}`,
+          contextId: i % 3 ? "ctx ☃" : "",
+          taskId: i === 1 ? "" : "task",
+          role: (i % 3) as Role,
+          parts: [{ content: { case: "text", value: text } }, { content: { case: "text", value: "second" } }],
+          ...(i % 2 ? { metadata: { k: [1, "two"], deep: { x: null } } } : {}),
+        }),
+      ),
+      create(MessageSchema, { messageId: "no parts" }),
+      // Shapes the hand encoder leaves to toBinary: other parts, later fields, unknown fields.
+      create(MessageSchema, {
+        messageId: "f",
+        parts: [{ content: { case: "url", value: "https://x" }, filename: "a" }],
+      }),
+      create(MessageSchema, {
+        messageId: "d",
+        parts: [{ content: { case: "data", value: { kind: { case: "boolValue", value: true } } } }],
+      }),
+      create(MessageSchema, {
+        messageId: "m",
+        parts: [{ content: { case: "text", value: "t" }, mediaType: "text/plain" }],
+      }),
+      create(MessageSchema, { messageId: "e", extensions: ["https://example.com/ext"], metadata: { a: 1 } }),
+      fromBinary(MessageSchema, Uint8Array.of(0x0a, 0x01, 0x61, 0xf8, 0x01, 0x07)),
+    ];
+    for (const m of messages) {
+      expect(encodeMessage(m)).toEqual(toBinary(MessageSchema, m));
+      expect(encodeInbound(m)).toEqual(toBinary(MessageSchema, m));
+    }
+    const time = timestampNow();
+    const statuses = [
+      undefined,
+      { state: TaskState.UNSPECIFIED },
+      { state: TaskState.WORKING, timestamp: time },
+      { state: TaskState.FAILED, timestamp: { seconds: 0n, nanos: 0 }, message: messages[1] },
+      { state: TaskState.COMPLETED, timestamp: { seconds: 1_700_000_000n, nanos: 0 }, message: messages[7] },
+      { state: TaskState.COMPLETED, timestamp: { seconds: -5n, nanos: 3 } },
+    ];
+    const artifacts = [
+      [],
+      [{ artifactId: "reply-1", name: "reply", parts: [{ content: { case: "text" as const, value: long } }] }],
+      [
+        { artifactId: "a", description: "d ☃", metadata: { m: true }, parts: [] },
+        { artifactId: "b", parts: [{ content: { case: "raw" as const, value: Uint8Array.of(1, 2) } }] },
+      ],
+      [{ artifactId: "x", extensions: ["e"], parts: [{ content: { case: "text" as const, value: "t" } }] }],
+    ];
+    for (const status of statuses) {
+      for (const list of artifacts) {
+        const task = create(TaskSchema, {
+          id: "t ☃",
+          contextId: "c",
+          status,
+          artifacts: list,
+          history: [messages[0]!],
+        });
+        expect(encodeTask(task)).toEqual(toBinary(TaskSchema, task));
+        task.metadata = { chain: { id: "c-1", stepsLeft: 3 } };
+        expect(encodeTask(task)).toEqual(toBinary(TaskSchema, task));
+        const event = statusEvent(task);
+        expect(encodeEvent(event)).toEqual(toBinary(StreamResponseSchema, event));
+        if (event.payload.case === "statusUpdate") event.payload.value.metadata = task.metadata;
+        expect(encodeEvent(event)).toEqual(toBinary(StreamResponseSchema, event));
+      }
+    }
+    for (const [i, artifact] of [undefined, ...artifacts.flat()].entries()) {
+      const chunk = streamEvent({
+        case: "artifactUpdate",
+        value: { taskId: "t", contextId: i % 2 ? "" : "c ☃", artifact, append: i % 2 === 0, lastChunk: i % 3 === 0 },
+      });
+      expect(encodeEvent(chunk)).toEqual(toBinary(StreamResponseSchema, chunk));
+      if (chunk.payload.case === "artifactUpdate") chunk.payload.value.metadata = { seq: i };
+      expect(encodeEvent(chunk)).toEqual(toBinary(StreamResponseSchema, chunk));
+    }
   });
 });

@@ -1,10 +1,10 @@
 import { toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import type { Struct, Value } from "@bufbuild/protobuf/wkt";
 import { type Message, MessageSchema, Role } from "@parley/proto";
 import { idLimits } from "@parley/store";
 import type { ParleyConfig } from "../config.js";
 import { createTypedError, invalidArgument } from "../errors.js";
+import { encodeMessageBytes, withMessageIds } from "./wire-encoding.js";
 
 /** Checks an inbound message against the protocol's rules and the configured limits; throws what was wrong. */
 export function validateMessage(message: Message, limits: ParleyConfig["limits"]): void {
@@ -80,10 +80,6 @@ export function storedInbound(message: Message, contextId: string, taskId: strin
   };
 }
 
-const contextIdField = MessageSchema.field.contextId.number;
-const taskIdField = MessageSchema.field.taskId.number;
-const roleField = MessageSchema.field.role.number;
-
 /**
  * The encoding of `storedInbound(message, ...)`, from the inbound message's own bytes (`payload`, encoded once
  * already): the ids that differ appended as fields. A singular field that occurs again replaces the earlier
@@ -91,18 +87,18 @@ const roleField = MessageSchema.field.role.number;
  * spare a second encoding of every inbound message (12 us of a profiled send).
  */
 export function encodeStoredInbound(payload: Uint8Array, inbound: Message, stored: Message): Uint8Array {
-  const writer = new BinaryWriter().raw(payload);
-  if (stored.contextId !== inbound.contextId)
-    writer.tag(contextIdField, WireType.LengthDelimited).string(stored.contextId);
-  if (stored.taskId !== inbound.taskId) writer.tag(taskIdField, WireType.LengthDelimited).string(stored.taskId);
-  if (stored.role !== inbound.role) writer.tag(roleField, WireType.Varint).int32(stored.role);
-  return writer.finish();
+  return withMessageIds(
+    payload,
+    stored.contextId !== inbound.contextId ? stored.contextId : undefined,
+    stored.taskId !== inbound.taskId ? stored.taskId : undefined,
+    stored.role !== inbound.role ? stored.role : undefined,
+  );
 }
 
 /** The inbound message's bytes as they will be stored. */
 export function encodeInbound(message: Message): Uint8Array {
   try {
-    return toBinary(MessageSchema, message);
+    return encodeMessageBytes(message) ?? toBinary(MessageSchema, message);
   } catch (error) {
     // A string with a lone surrogate (JSON and in-process callers can carry one; protobuf cannot store it).
     throw invalidArgument(`message cannot be stored: ${error instanceof Error ? error.message : String(error)}`);

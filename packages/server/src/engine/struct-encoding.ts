@@ -9,12 +9,22 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
  * rest of the message (measured in the commit).
  */
 export function structField(field: number, json: JsonObject): Uint8Array {
-  const size = structSize(json);
-  const out = Buffer.allocUnsafe(varintSize((field << 3) | 2) + varintSize(size) + size);
-  let at = writeVarint(out, 0, (field << 3) | 2);
-  at = writeVarint(out, at, size);
-  writeStruct(out, at, json);
+  const out = Buffer.allocUnsafe(structFieldSize(field, json));
+  writeStructField(out, 0, field, json);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
+}
+
+/** The bytes of structField(field, json). */
+export function structFieldSize(field: number, json: JsonObject): number {
+  const size = structSize(json);
+  return varintSize((field << 3) | 2) + varintSize(size) + size;
+}
+
+/** Writes structField(field, json) into `out` at `at`; returns where it ends. */
+export function writeStructField(out: Buffer, at: number, field: number, json: JsonObject): number {
+  at = writeVarint(out, at, (field << 3) | 2);
+  at = writeVarint(out, at, structSize(json));
+  return writeStruct(out, at, json);
 }
 
 // Sizes first, then one buffer written in place: a Struct field is a tree of length-delimited messages.

@@ -10,6 +10,7 @@ import {
   TaskStatusUpdateEventSchema,
 } from "@parley/proto";
 import { structField, varintSize, writeVarint } from "./struct-encoding.js";
+import { encodeArtifactUpdate, encodeMessageBytes, encodeTaskHead, type TaskHead } from "./wire-encoding.js";
 
 /** Task.history's field number in lf.a2a.v1.Task. */
 const TASK_HISTORY_FIELD = 5;
@@ -21,6 +22,8 @@ const MESSAGE_METADATA_FIELD = 6;
 const STREAM_TASK_FIELD = 1;
 /** StreamResponse.status_update's field number in lf.a2a.v1.StreamResponse. */
 const STREAM_STATUS_FIELD = 3;
+/** StreamResponse.artifact_update's field number in lf.a2a.v1.StreamResponse. */
+const STREAM_ARTIFACT_FIELD = 4;
 /** TaskStatusUpdateEvent.metadata's field number: its last field. */
 const STATUS_METADATA_FIELD = 4;
 
@@ -56,6 +59,8 @@ export function rememberEncoding(message: Message, bytes: Uint8Array): void {
  * later field.
  */
 function encodeMessageOnce(message: Message): Uint8Array {
+  const direct = encodeMessageBytes(message);
+  if (direct) return direct;
   const metadata = message.metadata;
   const last =
     metadata !== undefined &&
@@ -82,7 +87,7 @@ export function encodeTask(task: Task): Uint8Array {
 /** The pieces of encodeTask's bytes, in order: each is copied once, into the bytes that join them. */
 function taskParts(task: Task): Uint8Array[] {
   const { history, metadata } = task;
-  const parts = [toBinaryWith(TaskSchema, task, { history: [], metadata: undefined })];
+  const parts = [encodeHead(task) ?? toBinaryWith(TaskSchema, task, { history: [], metadata: undefined })];
   for (const message of history) {
     const bytes = encodeMessage(message);
     parts.push(fieldHead(TASK_HISTORY_FIELD, bytes.length), bytes);
@@ -91,12 +96,26 @@ function taskParts(task: Task): Uint8Array[] {
   return parts;
 }
 
-/** The pieces of a status update with its metadata written directly (see structField); toBinary's bytes. */
+/** A task's fields before its history (encodeTaskHead), its status message from its cached encoding. */
+function encodeHead(task: TaskHead): Uint8Array | undefined {
+  const message = task.status?.message;
+  return encodeTaskHead(task, message && encodeMessage(message));
+}
+
+/**
+ * The pieces of a status update with its metadata written directly (see structField); toBinary's bytes.
+ * TaskStatusUpdateEvent's task_id, context_id and status are fields 1-3, as Task's id, context_id and status.
+ */
 function statusUpdateParts(update: TaskStatusUpdateEvent): Uint8Array[] {
-  return [
-    toBinaryWith(TaskStatusUpdateEventSchema, update, { metadata: undefined }),
-    structField(STATUS_METADATA_FIELD, update.metadata!),
-  ];
+  const head =
+    encodeHead({
+      id: update.taskId,
+      contextId: update.contextId,
+      status: update.status,
+      artifacts: [],
+      $unknown: update.$unknown,
+    }) ?? toBinaryWith(TaskStatusUpdateEventSchema, update, { metadata: undefined });
+  return update.metadata === undefined ? [head] : [head, structField(STATUS_METADATA_FIELD, update.metadata)];
 }
 
 /**
@@ -156,9 +175,12 @@ export function encodeEvent(event: StreamResponse): Uint8Array {
   if (payload.case === "task") {
     return delimited(STREAM_TASK_FIELD, taskParts(payload.value));
   }
-  // A run's final status carries the chain report; StreamResponse has no other field set and no unknown ones.
-  if (payload.case === "statusUpdate" && payload.value.metadata !== undefined && event.$unknown === undefined) {
+  // StreamResponse has no other field set and no unknown ones; a run's final status carries the chain report.
+  if (payload.case === "statusUpdate" && event.$unknown === undefined) {
     return delimited(STREAM_STATUS_FIELD, statusUpdateParts(payload.value));
   }
+  const chunk =
+    payload.case === "artifactUpdate" && event.$unknown === undefined && encodeArtifactUpdate(payload.value);
+  if (chunk) return delimited(STREAM_ARTIFACT_FIELD, [chunk]);
   return toBinary(StreamResponseSchema, event);
 }
