@@ -2,9 +2,10 @@ import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { MessageSchema, Role, StreamResponseSchema, TaskSchema, TaskState } from "@parley/proto";
 import { describe, expect, it } from "vitest";
+import { messageText } from "../src/engine/history.js";
 import { encodeInbound } from "../src/engine/message-validation.js";
 import { encodeEvent, encodeMessage, encodeTask } from "../src/engine/task-encoding.js";
-import { statusEvent, streamEvent, taskSnapshot } from "../src/engine/task-model.js";
+import { appendArtifact, statusEvent, streamEvent, taskSnapshot } from "../src/engine/task-model.js";
 
 const message = (text: string, role: Role) =>
   create(MessageSchema, {
@@ -68,6 +69,27 @@ describe("task encoding", () => {
     const decoded = fromBinary(StreamResponseSchema, encodeEvent(event));
     expect(equals(StreamResponseSchema, decoded, event)).toBe(true);
     expect(encodeEvent(statusEvent(task))).toEqual(toBinary(StreamResponseSchema, statusEvent(task)));
+  });
+
+  it("keeps a snapshot and a status event as they were while the run changes its task in place", () => {
+    const task = create(TaskSchema, {
+      id: "task",
+      contextId: "ctx",
+      status: { state: TaskState.WORKING, timestamp: { seconds: 10n, nanos: 5 } },
+      artifacts: [{ artifactId: "reply-1", name: "reply", parts: [{ content: { case: "text", value: "a" } }] }],
+      metadata: { chain: { stepsLeft: 3 } },
+    });
+    const snapshot = taskSnapshot(task);
+    const update = statusEvent(task);
+    const before = toBinary(StreamResponseSchema, streamEvent({ case: "task", value: snapshot }));
+    const updateBefore = toBinary(StreamResponseSchema, update);
+    appendArtifact(task, "reply-1", [{ content: { case: "text", value: "b" } }], true);
+    task.status!.timestamp!.nanos = 6;
+    task.status!.state = TaskState.COMPLETED;
+    (task.metadata!.chain as { stepsLeft: number }).stepsLeft = 2;
+    expect(messageText({ parts: task.artifacts[0]!.parts })).toBe("ab");
+    expect(toBinary(StreamResponseSchema, streamEvent({ case: "task", value: snapshot }))).toEqual(before);
+    expect(toBinary(StreamResponseSchema, update)).toEqual(updateBefore);
   });
 
   it("writes Struct metadata (every JSON kind) byte for byte as toBinary, in a task and in a status event", () => {

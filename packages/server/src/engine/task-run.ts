@@ -44,8 +44,12 @@ export class TaskRun implements TaskEventSource {
   /** Resolves when the run has ended (terminal or interrupted state, or a direct message). */
   readonly settled: Promise<void>;
   private settle!: () => void;
-  private changed: Promise<void>;
-  private wake!: () => void;
+  /**
+   * Settles at the next publish or at the end; made when a follower first waits for it (most runs have no
+   * follower at all: a promise and its resolver per event were made for nobody).
+   */
+  private changed: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
   private ended = false;
 
   constructor(
@@ -60,7 +64,6 @@ export class TaskRun implements TaskEventSource {
     this.settled = new Promise((resolve) => {
       this.settle = resolve;
     });
-    this.changed = this.nextChange();
   }
 
   get taskId(): string {
@@ -109,24 +112,31 @@ export class TaskRun implements TaskEventSource {
   }
 
   private nextChange(): Promise<void> {
-    return new Promise((resolve) => {
+    this.changed ??= new Promise((resolve) => {
       this.wake = resolve;
     });
+    return this.changed;
+  }
+
+  /** Settles the followers' wait, if any: the next wait gets a new promise. */
+  private changedNow(): void {
+    const wake = this.wake;
+    this.changed = undefined;
+    this.wake = undefined;
+    wake?.();
   }
 
   publish(event: StreamResponse): void {
     if (this.ended) throw new Error(`task ${this.taskId} published an event after it ended`);
     this.events.push(event);
     this.listener?.(this, event);
-    const wake = this.wake;
-    this.changed = this.nextChange();
-    wake();
+    this.changedNow();
   }
 
   end(): void {
     if (this.ended) return;
     this.ended = true;
-    this.wake();
+    this.changedNow();
     this.settle();
   }
 
@@ -156,7 +166,7 @@ export class TaskRun implements TaskEventSource {
     };
     const waitForChange = (resolve: () => void) => {
       stopWaiting = resolve;
-      void this.changed.then(resolve);
+      void this.nextChange().then(resolve);
     };
     if (!gone) signal.addEventListener("abort", onAbort, { once: true });
     try {
