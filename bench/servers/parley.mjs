@@ -130,9 +130,10 @@ serveControl({
       }),
     );
     const ms = performance.now() - started;
+    // LevelDB compacts meanwhile: a table listed here may be gone by its stat (throwIfNoEntry: false).
     const storeBytes = readdirSync(dataDir, { recursive: true })
-      .map((name) => statSync(join(dataDir, String(name))))
-      .filter((st) => st.isFile())
+      .map((name) => statSync(join(dataDir, String(name)), { throwIfNoEntry: false }))
+      .filter((st) => st?.isFile())
       .reduce((sum, st) => sum + st.size, 0);
     return { ms, storeBytes };
   },
