@@ -61,22 +61,24 @@ const plain = (m: { readonly $unknown?: readonly unknown[] }): boolean =>
   m.$unknown === undefined || m.$unknown.length === 0;
 const small = (n: number): boolean => Number.isInteger(n) && n >= 0 && n <= 0xffffffff;
 
-function writeString(out: Buffer, at: number, tag: number, s: string): number {
-  if (s === "") return at;
-  out[at++] = tag;
-  at = writeVarint(out, at, utf8(s));
-  return at + out.write(s, at, "utf8");
-}
-
-function writeVarintField(out: Buffer, at: number, tag: number, n: number): number {
-  if (n === 0) return at;
+/** A tag and a varint after it: a varint field whole, or a length-delimited field's head (its bytes follow). */
+function writeHead(out: Buffer, at: number, tag: number, n: number): number {
   out[at++] = tag;
   return writeVarint(out, at, n);
 }
 
+function writeString(out: Buffer, at: number, tag: number, s: string): number {
+  if (s === "") return at;
+  at = writeHead(out, at, tag, utf8(s));
+  return at + out.write(s, at, "utf8");
+}
+
+function writeVarintField(out: Buffer, at: number, tag: number, n: number): number {
+  return n === 0 ? at : writeHead(out, at, tag, n);
+}
+
 function writeEncoded(out: Buffer, at: number, tag: number, bytes: Encoded): number {
-  out[at++] = tag;
-  at = writeVarint(out, at, bytes.length);
+  at = writeHead(out, at, tag, bytes.length);
   out.set(bytes, at);
   return at + bytes.length;
 }
@@ -102,10 +104,8 @@ function partsSize(parts: readonly Part[]): number {
 function writeParts(out: Buffer, at: number, tag: number, parts: readonly Part[]): number {
   for (const part of parts) {
     const text = part.content.value as string;
-    out[at++] = tag;
-    at = writeVarint(out, at, delimited(utf8(text)));
-    out[at++] = 0x0a;
-    at = writeVarint(out, at, utf8(text));
+    at = writeHead(out, at, tag, delimited(utf8(text)));
+    at = writeHead(out, at, 0x0a, utf8(text));
     at += out.write(text, at, "utf8");
   }
   return at;
@@ -159,14 +159,10 @@ export function withMessageIds(
     [0x1a, taskId],
   ] as const) {
     if (text === undefined) continue;
-    out[at++] = tag;
-    at = writeVarint(out, at, utf8(text));
+    at = writeHead(out, at, tag, utf8(text));
     at += out.write(text, at, "utf8");
   }
-  if (role !== undefined) {
-    out[at++] = 0x20;
-    writeVarint(out, at, role);
-  }
+  if (role !== undefined) writeHead(out, at, 0x20, role);
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
 
@@ -188,8 +184,7 @@ function writeStatus(out: Buffer, at: number, status: TaskStatus, message: Encod
   const time = status.timestamp;
   if (time) {
     const seconds = Number(time.seconds);
-    out[at++] = 0x1a;
-    at = writeVarint(out, at, varintFieldSize(seconds) + varintFieldSize(time.nanos));
+    at = writeHead(out, at, 0x1a, varintFieldSize(seconds) + varintFieldSize(time.nanos));
     at = writeVarintField(out, at, 0x08, seconds);
     at = writeVarintField(out, at, 0x10, time.nanos);
   }
@@ -240,15 +235,9 @@ export function encodeTaskHead(task: TaskHead, statusMessage: Encoded | undefine
   const out = Buffer.allocUnsafe(size);
   let at = writeString(out, 0, 0x0a, task.id);
   at = writeString(out, at, 0x12, task.contextId);
-  if (task.status) {
-    out[at++] = 0x1a;
-    at = writeVarint(out, at, status);
-    at = writeStatus(out, at, task.status, statusMessage);
-  }
+  if (task.status) at = writeStatus(out, writeHead(out, at, 0x1a, status), task.status, statusMessage);
   task.artifacts.forEach((a, i) => {
-    out[at++] = 0x22;
-    at = writeVarint(out, at, artifacts[i]!);
-    at = writeArtifact(out, at, a);
+    at = writeArtifact(out, writeHead(out, at, 0x22, artifacts[i]!), a);
   });
   return new Uint8Array(out.buffer, out.byteOffset, out.length);
 }
@@ -279,11 +268,7 @@ export function encodeArtifactUpdate(u: ArtifactUpdate): Uint8Array | undefined 
   const out = Buffer.allocUnsafe(size);
   let at = writeString(out, 0, 0x0a, u.taskId);
   at = writeString(out, at, 0x12, u.contextId);
-  if (u.artifact) {
-    out[at++] = 0x1a;
-    at = writeVarint(out, at, artifact);
-    at = writeArtifact(out, at, u.artifact);
-  }
+  if (u.artifact) at = writeArtifact(out, writeHead(out, at, 0x1a, artifact), u.artifact);
   at = writeVarintField(out, at, 0x20, u.append ? 1 : 0);
   at = writeVarintField(out, at, 0x28, u.lastChunk ? 1 : 0);
   if (u.metadata !== undefined) writeStructField(out, at, 6, u.metadata);
