@@ -60,6 +60,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+const resetMessage = "the bridge reset the stream before its last event";
+
 /** The SSE events of a response, read on demand; only the count, the first and the last are kept. */
 function sseTail(res: IncomingMessage) {
   let buffer = "";
@@ -84,7 +86,7 @@ function sseTail(res: IncomingMessage) {
     });
     res.once("end", resolve);
     res.once("error", reject);
-    res.once("aborted", () => reject(new Error("the bridge reset the stream before its last event")));
+    res.once("aborted", () => reject(new Error(resetMessage)));
   });
   return { done, count: () => count, first: () => first, last: () => last };
 }
@@ -154,12 +156,27 @@ describe(`${clients} SSE clients that stop reading a task of ${chunks} events (8
     expect(growth).toBeLessThan(bound);
     expect(peakRss - idleRss).toBeLessThan(rssBound);
 
-    // Reading again (within stallMs of the cut), each client gets what the bridge held for it, then the cut
-    // with the limit's name.
+    // Reading again, each client gets what the bridge held for it, then the cut with the limit's name. One that
+    // still read nothing stallMs after its cut has its socket destroyed, the second stage of the same limit: the
+    // clients resume only once all 100 are cut, and under CI's load the cuts spread over more than stallMs, so
+    // the first ones may be reset by then (every cut was logged before the resume, so a reset came after its cut).
     const tails = responses.map((res) => sseTail(res));
     for (const res of responses) res.resume();
-    await Promise.all(tails.map((t) => t.done));
-    for (const tail of tails) {
+    const outcomes = await Promise.all(
+      tails.map((t) =>
+        t.done.then(
+          () => "ended" as const,
+          (error: Error) => {
+            if (error.message !== resetMessage) throw error;
+            return "reset" as const;
+          },
+        ),
+      ),
+    );
+    const ended = tails.filter((_, i) => outcomes[i] === "ended");
+    console.log(`after the cuts: ${ended.length} clients read the error event, ${clients - ended.length} were reset`);
+    expect(ended.length).toBeGreaterThan(0);
+    for (const tail of ended) {
       expect(tail.count()).toBeLessThan(warm.count());
       expect(tail.last()).toMatch(/^event: error\n/);
       expect(tail.last()).toMatch(/stream cut: the client read nothing for 4000 ms .*bridge\.sse(Stream)?BufferBytes/);
