@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { A2AService, Role, SendMessageRequestSchema } from "@parley/proto";
-import { openSseStreams } from "./lib/held-sse.mjs";
+import { jsonRpcHeaders, openSseStreams } from "./lib/held-sse.mjs";
 
 export const TEXT =
   "Parley benchmark payload: a short user turn of about one hundred bytes, the size of a chat line....";
@@ -46,12 +46,7 @@ function jsonRpcCall(agent, url, body, streaming) {
       {
         method: "POST",
         agent,
-        headers: {
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-          "a2a-version": "1.0",
-          ...(streaming ? { accept: "text/event-stream" } : {}),
-        },
+        headers: jsonRpcHeaders(body, streaming),
       },
       (res) => {
         let first;

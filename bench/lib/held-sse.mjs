@@ -2,6 +2,16 @@
 // (the "streams" scaling part of bench/run.mjs) and of bench/held-streams.mjs.
 import { Agent, request } from "node:http";
 
+/** The headers of an A2A v1.0 JSON-RPC POST of `body`; `streaming` asks for SSE. bench/load.mjs sends the same. */
+export function jsonRpcHeaders(body, streaming) {
+  return {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    "a2a-version": "1.0",
+    ...(streaming ? { accept: "text/event-stream" } : {}),
+  };
+}
+
 /**
  * Opens `count` streams at `url`, each with the JSON-RPC request body `bodyOf()` gives. `firstEvents` resolves
  * once every stream has its first event; `opened()` counts those that have; `ended()` waits for every stream to
@@ -22,12 +32,7 @@ export function openSseStreams(url, count, bodyOf) {
           {
             method: "POST",
             agent,
-            headers: {
-              "content-type": "application/json",
-              "content-length": Buffer.byteLength(body),
-              "a2a-version": "1.0",
-              accept: "text/event-stream",
-            },
+            headers: jsonRpcHeaders(body, true),
           },
           (res) => {
             let text = "";
