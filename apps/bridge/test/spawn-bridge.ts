@@ -18,13 +18,23 @@ export interface SpawnedBridge {
   readonly exited: Promise<{ readonly code: number | null; readonly signal: NodeJS.Signals | null }>;
   /** Resident set size of the bridge process now, from /proc (bytes). */
   rssBytes(): number;
+  /**
+   * Runs a full garbage collection in the bridge and resolves once it is done; only for a bridge spawned with
+   * `collectGarbageOnSignal` (throws otherwise).
+   */
+  collectGarbage(): Promise<void>;
 }
+
+const gcOnSignal = new URL("./gc-on-signal.mjs", import.meta.url).href;
+const collectedLine = "gc-on-signal: collected";
 
 /** Runs `parley-bridge --config FILE` embedded on free ports (config written into `dir`) and waits for its banner. */
 export async function spawnBridge(options: {
   readonly dir: string;
   readonly config: Record<string, unknown>;
   readonly env?: Record<string, string>;
+  /** Preload gc-on-signal.mjs (with --expose-gc) so collectGarbage() works. */
+  readonly collectGarbageOnSignal?: boolean;
 }): Promise<SpawnedBridge> {
   const configFile = join(options.dir, "bridge-config.json");
   writeFileSync(configFile, JSON.stringify(options.config));
@@ -32,7 +42,16 @@ export async function spawnBridge(options: {
     name: "parley-bridge",
     script: bridgeBin,
     args: ["--config", configFile, "--port", "0", "--grpc-port", "0", "--data-dir", join(options.dir, "data")],
-    ...(options.env === undefined ? {} : { env: options.env }),
+    ...(options.env === undefined && !options.collectGarbageOnSignal
+      ? {}
+      : {
+          env: {
+            ...options.env,
+            ...(options.collectGarbageOnSignal
+              ? { NODE_OPTIONS: `--expose-gc "--import=${gcOnSignal}" ${options.env?.NODE_OPTIONS ?? ""}`.trim() }
+              : {}),
+          },
+        }),
     cwd: options.dir,
     ready: (stdout) => {
       const rpc = /JSON-RPC {4}(\S+)/.exec(stdout);
@@ -52,6 +71,17 @@ export async function spawnBridge(options: {
       const kb = /VmRSS:\s+(\d+) kB/.exec(status);
       if (!kb) throw new Error(`no VmRSS in /proc/${child.pid}/status`);
       return Number(kb[1]) * 1024;
+    },
+    async collectGarbage() {
+      if (!options.collectGarbageOnSignal) throw new Error("spawnBridge: collectGarbage needs collectGarbageOnSignal");
+      const count = () => stderr().split(collectedLine).length;
+      const before = count();
+      child.kill("SIGUSR2");
+      while (count() === before) {
+        if (child.exitCode !== null || child.signalCode !== null)
+          throw new Error("the bridge exited before collecting");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
     },
   };
 }
