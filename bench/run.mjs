@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick]
+// npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick | --warmup-ms=N | --measure-ms=N]
 // Starts every server in its own process, drives each with the same load
 // generator (its own process), and prints one table plus the scaling figures.
 import { readFileSync } from "node:fs";
@@ -10,6 +10,16 @@ import { startChild } from "./lib/children.mjs";
 import { printReport } from "./lib/report.mjs";
 
 const args = new Set(process.argv.slice(2));
+const switches = new Set(["--scaling", "--no-scaling", "--quick", "--profile", "--no-durable-anchors"]);
+const valued = ["--only=", "--base=", "--flat-threads=", "--warmup-ms=", "--measure-ms="];
+for (const arg of args) {
+  if (switches.has(arg) || valued.some((prefix) => arg.startsWith(prefix))) continue;
+  process.stderr.write(
+    `bench: unknown flag ${JSON.stringify(arg)}; the flags are ${[...switches].join(", ")}, ` +
+      `${valued.map((v) => `${v}...`).join(", ")} (see the README's Benchmarks section)\n`,
+  );
+  process.exit(2);
+}
 const onlyArg = [...args].find((a) => a.startsWith("--only="));
 const only = onlyArg ? new Set(onlyArg.slice("--only=".length).split(",")) : undefined;
 const scalingOnly = args.has("--scaling");
@@ -20,15 +30,29 @@ const profile = args.has("--profile");
 // in the same rounds, so a change is measured against what it replaces under the same load.
 const baseArg = [...args].find((a) => a.startsWith("--base="));
 const baseDir = baseArg?.slice("--base=".length).replace(/\/$/, "");
-// The durable anchors need better-sqlite3, which is compiled on first use (anchors/install.mjs).
-const durableAnchors = !args.has("--no-durable-anchors") && (await ensureAnchorDeps());
 
-const WARMUP_MS = quick ? 500 : 1_000;
+/** A `--name=N` flag's whole positive number, or `fallback` without it; anything else stops the run, naming the flag. */
+function countFlag(name, fallback) {
+  const flag = [...args].find((a) => a.startsWith(`--${name}=`));
+  if (flag === undefined) return fallback;
+  const text = flag.slice(name.length + 3);
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
+    process.stderr.write(`bench: --${name} must be a whole number above 0, got ${JSON.stringify(text)}\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
+// --warmup-ms and --measure-ms lengthen a row's phases: Parley's server keeps compiling (V8's worker threads) for
+// several seconds, so the defaults measure some JIT work, on both sides (a 6 s warm-up took the in-memory anchor
+// from 0.29 to 0.17 ms of CPU per send and Parley's bridge from 0.53 to 0.33 ms on the EPYC, 2026-12-02).
+const WARMUP_MS = countFlag("warmup-ms", quick ? 500 : 1_000);
 // Every row is measured in each round, each time on a freshly started server, and the
 // round with the most requests/s is kept: on a shared VM a neighbour can halve one
 // row's figures, and taking the best of independent samples treats every server alike.
 const ROUNDS = quick ? 1 : 2;
-const MEASURE_MS = quick ? 1_500 : 3_000;
+const MEASURE_MS = countFlag("measure-ms", quick ? 1_500 : 3_000);
 const MAX_REQUESTS = 200_000;
 const CONCURRENCY = 64;
 const HELD_STREAMS = 1_000;
@@ -37,9 +61,11 @@ const GROWTH_BLOCKS = quick ? 3 : 6;
 const GROWTH_BLOCK = quick ? 2_000 : 10_000;
 // Flat cost: CPU per send on an empty store, then after this many stored threads (--flat-threads=N;
 // issue 16's target names 1 000 000, which takes minutes to fill here, so the default run fills fewer).
-const flatArg = [...args].find((a) => a.startsWith("--flat-threads="));
-const FLAT_THREADS = flatArg ? Number(flatArg.slice("--flat-threads=".length)) : quick ? 20_000 : 100_000;
+const FLAT_THREADS = countFlag("flat-threads", quick ? 20_000 : 100_000);
 const FLAT_BLOCK = quick ? 1_000 : 4_000;
+// After the flags are read, so a mistyped one stops the run before anything is installed. The durable anchors
+// need better-sqlite3, which is compiled on first use (anchors/install.mjs).
+const durableAnchors = !args.has("--no-durable-anchors") && (await ensureAnchorDeps());
 
 // Task replies as the durable anchors give them: a COMPLETED task with the whole text in one artifact
 // (PARLEY_ECHO_CHUNKS=1; the echo agent's default streams a task reply in 8 chunks, 12 events per send).
