@@ -44,9 +44,9 @@ function countFlag(name, fallback) {
   return value;
 }
 
-// --warmup-ms and --measure-ms lengthen a row's phases: Parley's server keeps compiling (V8's worker threads) for
-// several seconds, so the defaults measure some JIT work, on both sides (a 6 s warm-up took the in-memory anchor
-// from 0.29 to 0.17 ms of CPU per send and Parley's bridge from 0.53 to 0.33 ms on the EPYC, 2026-12-02).
+// --warmup-ms and --measure-ms lengthen a row's phases: every server keeps compiling hot code in V8's worker
+// threads for seconds after it starts, so the short defaults measure some of that work on both sides (figures in
+// the README's "Latest runs").
 const WARMUP_MS = countFlag("warmup-ms", quick ? 500 : 1_000);
 // Every row is measured in each round, each time on a freshly started server, and the
 // round with the most requests/s is kept: on a shared VM a neighbour can halve one
