@@ -20,22 +20,22 @@ for (const arg of args) {
   );
   process.exit(2);
 }
-const onlyArg = [...args].find((a) => a.startsWith("--only="));
-const only = onlyArg ? new Set(onlyArg.slice("--only=".length).split(",")) : undefined;
+/** The text after `--name=` of that flag, or undefined without it. */
+const flagValue = (name) => [...args].find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const onlyArg = flagValue("only");
+const only = onlyArg !== undefined ? new Set(onlyArg.split(",")) : undefined;
 const scalingOnly = args.has("--scaling");
 const withScaling = !args.has("--no-scaling");
 const quick = args.has("--quick");
 const profile = args.has("--profile");
 // --base=DIR: every Parley row also runs on the servers of another checkout (built, with node_modules),
 // in the same rounds, so a change is measured against what it replaces under the same load.
-const baseArg = [...args].find((a) => a.startsWith("--base="));
-const baseDir = baseArg?.slice("--base=".length).replace(/\/$/, "");
+const baseDir = flagValue("base")?.replace(/\/$/, "");
 
 /** A `--name=N` flag's whole positive number, or `fallback` without it; anything else stops the run, naming the flag. */
 function countFlag(name, fallback) {
-  const flag = [...args].find((a) => a.startsWith(`--${name}=`));
-  if (flag === undefined) return fallback;
-  const text = flag.slice(name.length + 3);
+  const text = flagValue(name);
+  if (text === undefined) return fallback;
   const value = Number(text);
   if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
     process.stderr.write(`bench: --${name} must be a whole number above 0, got ${JSON.stringify(text)}\n`);

@@ -215,7 +215,8 @@ describe(`${clients} SSE clients that stop reading a task of ${chunks} events (8
     let heapAfter = await settledHeap();
     for (let i = 0; i < 20 && heapAfter > idleLiveHeap + 16 * MiB; i++) {
       await new Promise((resolve) => setTimeout(resolve, 500));
-      heapAfter = await settledHeap();
+      await bridge.collectGarbage();
+      heapAfter = await heapUsed();
     }
     const rssAfter = bridge.rssBytes();
     console.log(

@@ -38,20 +38,17 @@ export async function spawnBridge(options: {
 }): Promise<SpawnedBridge> {
   const configFile = join(options.dir, "bridge-config.json");
   writeFileSync(configFile, JSON.stringify(options.config));
+  const env = options.collectGarbageOnSignal
+    ? {
+        ...options.env,
+        NODE_OPTIONS: `--expose-gc "--import=${gcOnSignal}" ${options.env?.NODE_OPTIONS ?? ""}`.trim(),
+      }
+    : options.env;
   const { child, ready, stderr, exited } = await spawnUntilReady({
     name: "parley-bridge",
     script: bridgeBin,
     args: ["--config", configFile, "--port", "0", "--grpc-port", "0", "--data-dir", join(options.dir, "data")],
-    ...(options.env === undefined && !options.collectGarbageOnSignal
-      ? {}
-      : {
-          env: {
-            ...options.env,
-            ...(options.collectGarbageOnSignal
-              ? { NODE_OPTIONS: `--expose-gc "--import=${gcOnSignal}" ${options.env?.NODE_OPTIONS ?? ""}`.trim() }
-              : {}),
-          },
-        }),
+    ...(env === undefined ? {} : { env }),
     cwd: options.dir,
     ready: (stdout) => {
       const rpc = /JSON-RPC {4}(\S+)/.exec(stdout);
