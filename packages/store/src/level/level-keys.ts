@@ -42,7 +42,7 @@
  * reaches the filesystem, and distinct strings stay distinct, byte for byte.
  */
 import type { Level } from "level";
-import { concatBytes, encodeUtf8, u64 } from "../core/bytes.js";
+import { ByteWriter, concatBytes, encodeUtf8, u64 } from "../core/bytes.js";
 import { MAX_TIME } from "../core/checks.js";
 
 function table(name: string): Uint8Array {
@@ -75,6 +75,10 @@ export type BatchOp = { type: "put"; key: Uint8Array; value: Uint8Array } | { ty
 
 export const key = (...parts: Uint8Array[]) => concatBytes(parts);
 export const inv = (time: number) => u64(MAX_TIME - time);
+
+/** `m: th seq`, written in one buffer (every append writes one and reads its neighbours by it). */
+export const messageKey = (th: Uint8Array, sequence: number) =>
+  new ByteWriter(T_MESSAGE.length + th.length + SEQ_BYTES).bytes(T_MESSAGE).bytes(th).u64(sequence).done();
 
 /** The smallest key greater than every key starting with `prefix`. */
 export function prefixEnd(prefix: Uint8Array): Uint8Array {

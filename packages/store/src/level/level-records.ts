@@ -1,9 +1,9 @@
 // The record encodings of the LevelDB backend: thread metas, messages, message-id lists, tasks, push configs.
-import { ByteReader, concatBytes, lengthPrefixedUtf8, readU64, toHex, u32, u64 } from "../core/bytes.js";
+import { ByteReader, ByteWriter, readU64, toHex, utf8FieldsLength } from "../core/bytes.js";
 import { provenanceByCode, provenanceCodes } from "../core/checks.js";
 import { HASH_BYTES } from "../core/digests.js";
 import { type PushConfigRecord, type StoredMessage, StoreError, type TaskRecord, type ThreadMeta } from "../types.js";
-import { key, SEQ_BYTES } from "./level-keys.js";
+import { SEQ_BYTES } from "./level-keys.js";
 
 const RECORD_VERSION = 1;
 
@@ -21,15 +21,16 @@ export interface LevelMeta extends ThreadMeta {
 const META_VERSION = 2;
 
 export function encodeMeta(meta: LevelMeta): Uint8Array {
-  return key(
-    Uint8Array.of(META_VERSION),
-    u64(meta.createdAt),
-    u64(meta.updatedAt),
-    u64(meta.messageCount),
-    u64(meta.lastSequence),
-    u64(meta.listedAt),
-    lengthPrefixedUtf8([meta.tenant, meta.contextId]),
-  );
+  const ids = [meta.tenant, meta.contextId];
+  return new ByteWriter(1 + 5 * 8 + utf8FieldsLength(ids))
+    .u8(META_VERSION)
+    .u64(meta.createdAt)
+    .u64(meta.updatedAt)
+    .u64(meta.messageCount)
+    .u64(meta.lastSequence)
+    .u64(meta.listedAt)
+    .utf8Fields(ids)
+    .done();
 }
 
 export function decodeMeta(bytes: Uint8Array): LevelMeta {
@@ -55,14 +56,14 @@ export function publicMeta(meta: LevelMeta): ThreadMeta {
 }
 
 export function encodeMessage(m: StoredMessage): Uint8Array {
-  const taskPart = m.taskId === undefined ? Uint8Array.of(0) : key(Uint8Array.of(1), lengthPrefixedUtf8([m.taskId]));
-  return key(
-    Uint8Array.of(RECORD_VERSION, provenanceCodes[m.provenance]),
-    u64(m.createdAt),
-    lengthPrefixedUtf8([m.messageId]),
-    taskPart,
-    m.payload,
-  );
+  const messageId = [m.messageId];
+  const taskId = m.taskId === undefined ? undefined : [m.taskId];
+  const length = 2 + 8 + utf8FieldsLength(messageId) + 1 + (taskId ? utf8FieldsLength(taskId) : 0) + m.payload.length;
+  const w = new ByteWriter(length).u8(RECORD_VERSION).u8(provenanceCodes[m.provenance]).u64(m.createdAt);
+  w.utf8Fields(messageId);
+  if (taskId) w.u8(1).utf8Fields(taskId);
+  else w.u8(0);
+  return w.bytes(m.payload).done();
 }
 
 export function decodeMessage(sequence: number, bytes: Uint8Array): StoredMessage {
@@ -89,7 +90,9 @@ export interface MessageIdEntry {
 const ID_ENTRY_BYTES = SEQ_BYTES + HASH_BYTES;
 
 export function encodeMessageIdEntries(entries: readonly MessageIdEntry[]): Uint8Array {
-  return concatBytes(entries.flatMap((e) => [u64(e.sequence), e.digest]));
+  const w = new ByteWriter(entries.length * ID_ENTRY_BYTES);
+  for (const e of entries) w.u64(e.sequence).bytes(e.digest);
+  return w.done();
 }
 
 /**
@@ -116,13 +119,15 @@ export function decodeMessageIdEntries(
 }
 
 export function encodeTask(t: TaskRecord): Uint8Array {
-  return key(
-    Uint8Array.of(RECORD_VERSION),
-    u32(t.state),
-    u64(t.updatedAt),
-    lengthPrefixedUtf8([t.tenant, t.taskId, t.contextId]),
-    t.payload,
-  );
+  const ids = [t.tenant, t.taskId, t.contextId];
+  const payload = t.payload;
+  return new ByteWriter(1 + 4 + 8 + utf8FieldsLength(ids) + payload.length)
+    .u8(RECORD_VERSION)
+    .u32(t.state)
+    .u64(t.updatedAt)
+    .utf8Fields(ids)
+    .bytes(payload)
+    .done();
 }
 
 export function decodeTask(bytes: Uint8Array): TaskRecord {
@@ -137,7 +142,12 @@ export function decodeTask(bytes: Uint8Array): TaskRecord {
 }
 
 export function encodePush(c: PushConfigRecord): Uint8Array {
-  return key(Uint8Array.of(RECORD_VERSION), lengthPrefixedUtf8([c.tenant, c.taskId, c.configId]), c.payload);
+  const ids = [c.tenant, c.taskId, c.configId];
+  return new ByteWriter(1 + utf8FieldsLength(ids) + c.payload.length)
+    .u8(RECORD_VERSION)
+    .utf8Fields(ids)
+    .bytes(c.payload)
+    .done();
 }
 
 export function decodePush(bytes: Uint8Array): PushConfigRecord {

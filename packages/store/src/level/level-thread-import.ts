@@ -1,11 +1,11 @@
 // importThread in the LevelDB backend: the messages (with their original times), the id index, the meta and the
 // thread's tasks in one batch, under the thread's lock and the tasks' locks.
-import { bytesEqual, sha256, toHex, u64 } from "../core/bytes.js";
+import { bytesEqual, sha256, toHex } from "../core/bytes.js";
 import { messageIdHash, taskHash, threadHash } from "../core/digests.js";
 import { checkThreadImport, foreignTask, notEmpty } from "../core/import-checks.js";
 import type { StoredMessage, TaskRecord, ThreadImport, ThreadImportResult, ThreadKey } from "../types.js";
 import { type LevelContext, pointRead, readMeta, remember, threadLock } from "./level-context.js";
-import { type BatchOp, key, T_MESSAGE, T_MESSAGE_ID, T_TASK } from "./level-keys.js";
+import { type BatchOp, key, messageKey, T_MESSAGE_ID, T_TASK } from "./level-keys.js";
 import {
   decodeMessage,
   decodeMessageIdEntries,
@@ -71,7 +71,7 @@ export async function importThread(
       const same = list.entries.find((e) => {
         if (!bytesEqual(e.digest, digest)) return false;
         if (e.sequence > (meta?.lastSequence ?? 0)) return true; // added by this import: its bytes are m's
-        const mk = key(T_MESSAGE, th, u64(e.sequence));
+        const mk = messageKey(th, e.sequence);
         const raw = pointRead(ctx, mk);
         if (raw === undefined) return false;
         const stored = decodeOrCorrupt("message", mk, () => decodeMessage(e.sequence, raw));
@@ -118,7 +118,7 @@ export async function importThread(
 
     const ops: BatchOp[] = added.map((message) => ({
       type: "put",
-      key: key(T_MESSAGE, th, u64(message.sequence)),
+      key: messageKey(th, message.sequence),
       value: encodeMessage(message),
     }));
     for (const list of idLists.values()) {

@@ -5,7 +5,7 @@ import { cursorKinds, encodeCursor } from "../core/cursors.js";
 import { HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
 import type { MessagePage, PageOrder, StoredMessage, ThreadKey, ThreadMeta, ThreadPage } from "../types.js";
 import { type LevelContext, readMeta } from "./level-context.js";
-import { inv, key, prefixEnd, SEQ_BYTES, T_MESSAGE, T_META, T_THREADS_BY_TENANT } from "./level-keys.js";
+import { inv, key, messageKey, prefixEnd, SEQ_BYTES, T_META, T_THREADS_BY_TENANT } from "./level-keys.js";
 import { decodeMessage, decodeMeta, decodeOrCorrupt, publicMeta } from "./level-records.js";
 import { LISTING_SLACK_MS } from "./level-thread-writes.js";
 
@@ -22,8 +22,8 @@ async function readRange(
   if (range.gte > range.lte || limit === 0) return [];
   const entries = await ctx.db
     .iterator({
-      gte: key(T_MESSAGE, th, u64(range.gte)),
-      lte: key(T_MESSAGE, th, u64(range.lte)),
+      gte: messageKey(th, range.gte),
+      lte: messageKey(th, range.lte),
       reverse,
       limit,
     })

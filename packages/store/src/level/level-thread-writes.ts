@@ -17,7 +17,7 @@ import {
   EMPTY,
   inv,
   key,
-  T_MESSAGE,
+  messageKey,
   T_MESSAGE_ID,
   T_META,
   T_THREADS_BY_TENANT,
@@ -85,7 +85,7 @@ function findRetry(
 ): StoredMessage | undefined {
   for (const { sequence, digest: entryDigest } of entries) {
     if (!bytesEqual(entryDigest, payloadDigest)) continue;
-    const mk = key(T_MESSAGE, th, u64(sequence));
+    const mk = messageKey(th, sequence);
     const raw = pointRead(ctx, mk);
     if (raw === undefined) continue;
     const stored = decodeOrCorrupt("message", mk, () => decodeMessage(sequence, raw));
@@ -146,7 +146,7 @@ export async function append(
       listedAt: listedAt(meta, now),
     };
     const ops: BatchOp[] = [
-      { type: "put", key: key(T_MESSAGE, th, u64(sequence)), value: encodeMessage(message) },
+      { type: "put", key: messageKey(th, sequence), value: encodeMessage(message) },
       ...threadIndexOps(th, meta, next),
     ];
     if (idEntry) ops.push({ type: "put", key: idEntry.key, value: encodeMessageIdEntries(idEntry.entries) });
@@ -202,7 +202,7 @@ export async function importMessages(
     for (const input of inputs) {
       sequence += 1;
       const message = storedMessage(sequence, input, input.payload, now);
-      ops.push({ type: "put", key: key(T_MESSAGE, th, u64(sequence)), value: encodeMessage(message) });
+      ops.push({ type: "put", key: messageKey(th, sequence), value: encodeMessage(message) });
       const list = idLists.get(toHex(key(T_MESSAGE_ID, th, messageIdHash(input.messageId))))!;
       list.entries.push({ sequence, digest: sha256(input.payload) });
     }
