@@ -1,4 +1,4 @@
-import { ByteReader, concatBytes, lengthPrefixedUtf8, readU64, toHex, u32, u64 } from "../core/bytes.js";
+import { ByteReader, ByteWriter, lengthPrefixedUtf8, readU64, toHex, u64 } from "../core/bytes.js";
 import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
 import { checkId } from "../core/ids.js";
 import { RecentMap } from "../core/recent-map.js";
@@ -51,8 +51,10 @@ interface Head {
 const HEAD_VERSION = 2;
 
 function encodeHead(head: Head): Uint8Array {
-  if (head.runStart === undefined) return key(Uint8Array.of(RECORD_VERSION), u64(head.lastSeq), u64(head.ended));
-  return key(Uint8Array.of(HEAD_VERSION), u64(head.lastSeq), u64(head.ended), u64(head.runStart));
+  if (head.runStart === undefined) {
+    return new ByteWriter(1 + 2 * 8).u8(RECORD_VERSION).u64(head.lastSeq).u64(head.ended).done();
+  }
+  return new ByteWriter(1 + 3 * 8).u8(HEAD_VERSION).u64(head.lastSeq).u64(head.ended).u64(head.runStart).done();
 }
 
 function decodeHead(k: Uint8Array, v: Uint8Array): Head {
@@ -71,9 +73,11 @@ function decodeHead(k: Uint8Array, v: Uint8Array): Head {
 }
 
 function encodeBatch(events: readonly TaskEvent[]): Uint8Array {
-  const parts: Uint8Array[] = [Uint8Array.of(RECORD_VERSION), u32(events.length)];
-  for (const e of events) parts.push(Uint8Array.of(e.final ? FLAG_FINAL : 0), u32(e.payload.length), e.payload);
-  return concatBytes(parts);
+  let length = 1 + 4;
+  for (const e of events) length += 1 + 4 + e.payload.length;
+  const w = new ByteWriter(length).u8(RECORD_VERSION).u32(events.length);
+  for (const e of events) w.u8(e.final ? FLAG_FINAL : 0).u32(e.payload.length).bytes(e.payload);
+  return w.done();
 }
 
 /**
