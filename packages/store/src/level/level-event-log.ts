@@ -76,7 +76,10 @@ function encodeBatch(events: readonly TaskEvent[]): Uint8Array {
   let length = 1 + 4;
   for (const e of events) length += 1 + 4 + e.payload.length;
   const w = new ByteWriter(length).u8(RECORD_VERSION).u32(events.length);
-  for (const e of events) w.u8(e.final ? FLAG_FINAL : 0).u32(e.payload.length).bytes(e.payload);
+  for (const e of events)
+    w.u8(e.final ? FLAG_FINAL : 0)
+      .u32(e.payload.length)
+      .bytes(e.payload);
   return w.done();
 }
 
