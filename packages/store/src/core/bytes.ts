@@ -71,18 +71,7 @@ function checkU64(value: number): void {
 
 /** Unsigned 64-bit big-endian, so byte order equals numeric order for safe integers. */
 export function u64(value: number): Uint8Array {
-  checkU64(value);
-  const high = Math.floor(value / 0x1_0000_0000);
-  return Uint8Array.of(
-    high >>> 24,
-    (high >>> 16) & 0xff,
-    (high >>> 8) & 0xff,
-    high & 0xff,
-    value >>> 24,
-    (value >>> 16) & 0xff,
-    (value >>> 8) & 0xff,
-    value & 0xff,
-  );
+  return new ByteWriter(8).u64(value).done();
 }
 
 export function readU64(bytes: Uint8Array, offset: number): number {
@@ -139,7 +128,7 @@ export class ByteWriter {
     this.offset += 4;
     return this;
   }
-  /** Unsigned 64-bit big-endian, as u64(). */
+  /** Unsigned 64-bit big-endian, so byte order equals numeric order for safe integers. */
   u64(value: number): this {
     checkU64(value);
     this.buffer.writeUInt32BE(Math.floor(value / 0x1_0000_0000), this.offset);
