@@ -17,7 +17,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { parseFlags } from "./lib/embedded.mjs";
+import { countFlag, parseFlags } from "./lib/embedded.mjs";
 
 const LAYOUTS = ["today", "no-reply-meta", "messages-only"];
 const FLAGS = ["turns", "warm", "group", "rounds", "only"];
@@ -32,19 +32,11 @@ for (const arg of process.argv.slice(2)) {
     refuse(`unknown flag ${JSON.stringify(arg)}; the flags are --${FLAGS.join("=..., --")}=...`);
 }
 const args = parseFlags(process.argv.slice(2));
-/** A `--name=N` flag's whole number (at least `min`), or `fallback` without it; anything else stops the run. */
-function countFlag(name, fallback, min = 1) {
-  const text = args[name];
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < min)
-    refuse(`--${name} must be a whole number of at least ${min}, got ${JSON.stringify(text)}`);
-  return value;
-}
-const TURNS = countFlag("turns", 40_000);
-const WARM = countFlag("warm", 5_000, 0);
-const GROUP = countFlag("group", 24);
-const ROUNDS = countFlag("rounds", 3);
+const count = (name, fallback, min) => countFlag("level-floor", name, args[name], fallback, min);
+const TURNS = count("turns", 40_000);
+const WARM = count("warm", 5_000, 0);
+const GROUP = count("group", 24);
+const ROUNDS = count("rounds", 3);
 const only = args.only === undefined ? LAYOUTS : [...new Set(args.only.split(","))];
 for (const name of only)
   if (!LAYOUTS.includes(name)) refuse(`--only names ${JSON.stringify(name)}; the layouts are ${LAYOUTS.join(", ")}`);

@@ -7,6 +7,7 @@ import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { ensureAnchorDeps } from "./anchors/install.mjs";
 import { startChild } from "./lib/children.mjs";
+import { countFlag } from "./lib/embedded.mjs";
 import { printReport } from "./lib/report.mjs";
 
 const args = new Set(process.argv.slice(2));
@@ -32,27 +33,17 @@ const profile = args.has("--profile");
 // in the same rounds, so a change is measured against what it replaces under the same load.
 const baseDir = flagValue("base")?.replace(/\/$/, "");
 
-/** A `--name=N` flag's whole positive number, or `fallback` without it; anything else stops the run, naming the flag. */
-function countFlag(name, fallback) {
-  const text = flagValue(name);
-  if (text === undefined) return fallback;
-  const value = Number(text);
-  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value <= 0) {
-    process.stderr.write(`bench: --${name} must be a whole number above 0, got ${JSON.stringify(text)}\n`);
-    process.exit(2);
-  }
-  return value;
-}
+const count = (name, fallback) => countFlag("bench", name, flagValue(name), fallback);
 
 // --warmup-ms and --measure-ms lengthen a row's phases: every server keeps compiling hot code in V8's worker
 // threads for seconds after it starts, so the short defaults measure some of that work on both sides (figures in
 // the README's "Latest runs").
-const WARMUP_MS = countFlag("warmup-ms", quick ? 500 : 1_000);
+const WARMUP_MS = count("warmup-ms", quick ? 500 : 1_000);
 // Every row is measured in each round, each time on a freshly started server, and the
 // round with the most requests/s is kept: on a shared VM a neighbour can halve one
 // row's figures, and taking the best of independent samples treats every server alike.
 const ROUNDS = quick ? 1 : 2;
-const MEASURE_MS = countFlag("measure-ms", quick ? 1_500 : 3_000);
+const MEASURE_MS = count("measure-ms", quick ? 1_500 : 3_000);
 const MAX_REQUESTS = 200_000;
 const CONCURRENCY = 64;
 const HELD_STREAMS = 1_000;
@@ -61,7 +52,7 @@ const GROWTH_BLOCKS = quick ? 3 : 6;
 const GROWTH_BLOCK = quick ? 2_000 : 10_000;
 // Flat cost: CPU per send on an empty store, then after this many stored threads (--flat-threads=N;
 // issue 16's target names 1 000 000, which takes minutes to fill here, so the default run fills fewer).
-const FLAT_THREADS = countFlag("flat-threads", quick ? 20_000 : 100_000);
+const FLAT_THREADS = count("flat-threads", quick ? 20_000 : 100_000);
 const FLAT_BLOCK = quick ? 1_000 : 4_000;
 // After the flags are read, so a mistyped one stops the run before anything is installed. The durable anchors
 // need better-sqlite3, which is compiled on first use (anchors/install.mjs).

@@ -14,6 +14,21 @@ export function parseFlags(argv) {
   );
 }
 
+/**
+ * The whole number a `--name=N` flag gave as `text` (at least `min`), or `fallback` without it; anything else stops
+ * the run (exit 2) with a line that names `tool` and the flag.
+ */
+export function countFlag(tool, name, text, fallback, min = 1) {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!/^[0-9]+$/.test(text) || !Number.isSafeInteger(value) || value < min) {
+    const bound = min === 1 ? "above 0" : `of at least ${min}`;
+    process.stderr.write(`${tool}: --${name} must be a whole number ${bound}, got ${JSON.stringify(text)}\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
 /** Imports a built module of the checkout at `root` (its dist/), so two builds are measured by the same script. */
 export const loaderOf = (root) => (path) => import(pathToFileURL(join(root, path)).href);
 
