@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RecentMap } from "../src/core/recent-map.js";
+import { RecentMap, RecentPairMap } from "../src/core/recent-map.js";
 
 describe("RecentMap", () => {
   it("drops the older generation when the newer fills, moves a hit forward, and deletes from both", () => {
@@ -20,5 +20,32 @@ describe("RecentMap", () => {
     map.delete("b");
     map.delete("d");
     expect([map.get("b"), map.get("d"), map.get("a")]).toEqual([undefined, undefined, 0]);
+  });
+});
+
+describe("RecentPairMap", () => {
+  it("keeps pairs apart that one joined key would merge, and counts entries, not first keys, for its generations", () => {
+    const map = new RecentPairMap<number>(3);
+    map.set("a", "bc", 0);
+    map.set("ab", "c", 1);
+    expect([map.get("a", "bc"), map.get("ab", "c"), map.get("abc", ""), map.get("a", "b")]).toEqual([
+      0,
+      1,
+      undefined,
+      undefined,
+    ]);
+    // Replacing a value adds no entry; a third entry under an existing first key fills the newer generation.
+    map.set("a", "bc", 2);
+    map.set("a", "x", 3);
+    // Now the older generation: a hit moves forward, and the next two new entries drop the rest.
+    expect(map.get("ab", "c")).toBe(1);
+    map.set("d", "e", 4);
+    map.set("d", "f", 5);
+    expect([map.get("a", "bc"), map.get("a", "x"), map.get("ab", "c"), map.get("d", "e")]).toEqual([
+      undefined,
+      undefined,
+      1,
+      4,
+    ]);
   });
 });

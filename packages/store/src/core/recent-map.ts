@@ -37,3 +37,40 @@ export class RecentMap<K, V> {
     this.older.delete(key);
   }
 }
+
+/**
+ * A RecentMap keyed by two strings, held as a map of maps, for keys made of
+ * two ids (tenant and contextId, say): a lookup hashes the caller's own
+ * strings, whose hashes V8 keeps in the string, where one joined key is a new
+ * string hashed in full on every lookup. `capacity` counts entries, not firsts.
+ */
+export class RecentPairMap<V> {
+  private newer = new Map<string, Map<string, V>>();
+  private older = new Map<string, Map<string, V>>();
+  private newerSize = 0;
+
+  constructor(private readonly capacity: number) {}
+
+  get(first: string, second: string): V | undefined {
+    const found = this.newer.get(first)?.get(second);
+    if (found !== undefined) return found;
+    const old = this.older.get(first)?.get(second);
+    if (old !== undefined) this.set(first, second, old);
+    return old;
+  }
+
+  set(first: string, second: string, value: V): void {
+    let inner = this.newer.get(first);
+    if (inner === undefined) {
+      inner = new Map();
+      this.newer.set(first, inner);
+    }
+    const before = inner.size;
+    inner.set(second, value);
+    if (inner.size > before && ++this.newerSize >= this.capacity) {
+      this.older = this.newer;
+      this.newer = new Map();
+      this.newerSize = 0;
+    }
+  }
+}

@@ -1,5 +1,6 @@
 // What every job of the LevelDB backend shares: the handle, the write path, the locks and the caches.
 import { toHex } from "../core/bytes.js";
+import { digestHex } from "../core/digests.js";
 import { RecentMap } from "../core/recent-map.js";
 import { StoreError } from "../types.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
@@ -30,7 +31,10 @@ export interface LevelContext {
   readonly db: Db;
   readonly sync: boolean;
   readonly now: () => number;
-  /** Serialises the operations on one thread (`t:`), task (`k:`) or push config (`p:`). */
+  /**
+   * Serialises the operations on one thread or task (keyed by its digest's hex: the two digests' tags keep them
+   * apart) or push config (`p:` and its key's hex).
+   */
   readonly locks: ReturnType<typeof createKeyedMutex>;
   /** Writes one atomic batch (group-committed with concurrent ones); `write.stats()` counts them. */
   readonly write: BatchWriter;
@@ -74,11 +78,11 @@ export function pointRead(ctx: LevelContext, k: Uint8Array): Uint8Array | undefi
   return ctx.db.getSync(k);
 }
 
-export const threadLock = (th: Uint8Array) => `t:${toHex(th)}`;
+export const threadLock = (th: Uint8Array) => digestHex(th);
 
 /** Caches the thread's new meta, or (undefined) forgets the thread's meta and tail. */
 export function remember(ctx: LevelContext, th: Uint8Array, meta: LevelMeta | undefined): void {
-  const hex = toHex(th);
+  const hex = digestHex(th);
   if (meta) {
     ctx.metas.set(hex, meta);
     return;
@@ -88,7 +92,7 @@ export function remember(ctx: LevelContext, th: Uint8Array, meta: LevelMeta | un
 }
 
 export function cachedMeta(ctx: LevelContext, th: Uint8Array, tenant: string, contextId: string) {
-  const meta = ctx.metas.get(toHex(th));
+  const meta = ctx.metas.get(digestHex(th));
   return meta && meta.tenant === tenant && meta.contextId === contextId ? meta : undefined;
 }
 

@@ -1,4 +1,5 @@
-import { ByteReader, ByteWriter, lengthPrefixedUtf8, readU64, toHex, u64 } from "../core/bytes.js";
+import { ByteReader, ByteWriter, lengthPrefixedUtf8, readU64, u64 } from "../core/bytes.js";
+import { digestHex } from "../core/digests.js";
 import { abortPromise, checkAfterSeq, checkEventBatch } from "../core/event-checks.js";
 import { checkId } from "../core/ids.js";
 import { RecentMap } from "../core/recent-map.js";
@@ -185,7 +186,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     // read of every follower (the key after a task's events is its head, which shares blocks with other
     // tables). A follower that has caught up reads nothing; a read takes at most as many records as there
     // are events left, so the iterator stops on the log's last record instead of stepping past it.
-    const lastSeq = headOf(tk, toHex(tk))?.lastSeq ?? 0;
+    const lastSeq = headOf(tk, digestHex(tk))?.lastSeq ?? 0;
     if (afterSeq >= lastSeq) return [];
     const prefix = key(T_EVENT, tk);
     const events: TaskEvent[] = [];
@@ -249,7 +250,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     const tk = taskKey(tenant, taskId);
     if (fence.key.tenant !== tenant) throw new RangeError("the fence belongs to another tenant than the task");
     leases.check(fence);
-    const hex = toHex(tk);
+    const hex = digestHex(tk);
     const before = headOf(tk, hex);
     checkEventBatch(taskId, events, before?.lastSeq ?? 0);
     const last = events[events.length - 1]!;
@@ -308,7 +309,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     async latestRun(tenant, taskId) {
       open("latestRun");
       const tk = taskKey(tenant, taskId);
-      const head = headOf(tk, toHex(tk));
+      const head = headOf(tk, digestHex(tk));
       if (!head) return { start: 0, ended: false };
       if (head.runStart !== undefined) return { start: head.runStart, ended: head.ended !== 0 };
       // A version 1 head of an open run: its start is found once by reading the log, then kept in the head.
@@ -317,13 +318,13 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     async lastSeq(tenant, taskId) {
       open("lastSeq");
       const tk = taskKey(tenant, taskId);
-      return headOf(tk, toHex(tk))?.lastSeq ?? 0;
+      return headOf(tk, digestHex(tk))?.lastSeq ?? 0;
     },
     subscribe(tenant, taskId, afterSeq, signal) {
       open("subscribe");
       const tk = taskKey(tenant, taskId);
       checkAfterSeq(afterSeq);
-      const hex = toHex(tk);
+      const hex = digestHex(tk);
       return (async function* follow() {
         const abort = abortPromise(signal);
         const w = waitersOf(hex);
@@ -356,7 +357,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       for (const [k] of due) {
         const ended = readU64(k, T_EVENTS_ENDED.length);
         const tk = k.subarray(T_EVENTS_ENDED.length + 8);
-        const hex = toHex(tk);
+        const hex = digestHex(tk);
         const ops: LevelBatchOp[] = [{ type: "del", key: k }];
         // A later run of the same task (a follow-up after INPUT_REQUIRED) moved or reopened the head's end:
         // only this stale index entry goes.
@@ -374,7 +375,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
       return dropped;
     },
     forget(tenant, taskId) {
-      remember(toHex(taskKey(tenant, taskId)), undefined);
+      remember(digestHex(taskKey(tenant, taskId)), undefined);
     },
     async close() {
       closed = true;

@@ -15,7 +15,7 @@
  */
 import { ByteReader, bytesEqual, decodeUtf8, lengthPrefixedUtf8, readU64, toHex, u64 } from "../core/bytes.js";
 import { checkLimit, checkTime, MAX_TIME } from "../core/checks.js";
-import { HASH_BYTES, taskHash, tenantHash, threadHash } from "../core/digests.js";
+import { digestHex, HASH_BYTES, taskHash, tenantHash, threadHash } from "../core/digests.js";
 import type { RetentionQuery, RetentionResult, ThreadKey, ThreadMeta } from "../types.js";
 import { type LevelContext, remember, threadLock } from "./level-context.js";
 import {
@@ -84,7 +84,7 @@ async function purgeTasks(ctx: LevelContext, th: Uint8Array, tenant: string, hoo
         const ended = head.length >= 17 ? readU64(head, 9) : 0;
         if (ended > 0) ops.push({ type: "del", key: key(T_EVENTS_ENDED, u64(ended), tk) });
       }
-      done.push({ tkHex: toHex(tk), taskId });
+      done.push({ tkHex: digestHex(tk), taskId });
     }
     await ctx.write(ops);
     for (const { tkHex, taskId } of done) {

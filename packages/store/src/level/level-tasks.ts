@@ -2,7 +2,7 @@
 import { compareBytes, decodeUtf8, encodeUtf8, toHex, u32, u64 } from "../core/bytes.js";
 import { checkListTasks, checkTask, MAX_TIME } from "../core/checks.js";
 import { cursorKinds, encodeCursor } from "../core/cursors.js";
-import { taskHash, tenantHash, threadHash } from "../core/digests.js";
+import { digestHex, taskHash, tenantHash, threadHash } from "../core/digests.js";
 import { checkId } from "../core/ids.js";
 import { type ListTasksQuery, StoreError, type TaskPage, type TaskRecord, terminalTaskStates } from "../types.js";
 import { type LevelContext, pointRead, rememberTask, type TaskIndexPosition } from "./level-context.js";
@@ -31,8 +31,8 @@ import { decodeOrCorrupt, decodeTask, encodeTask } from "./level-records.js";
  */
 export function withTask<T>(ctx: LevelContext, task: TaskRecord, write: (ops: BatchOp[]) => Promise<T>): Promise<T> {
   const tk = taskHash(task.tenant, task.taskId);
-  const tkHex = toHex(tk);
-  return ctx.locks.run(`k:${tkHex}`, async () => {
+  const tkHex = digestHex(tk);
+  return ctx.locks.run(tkHex, async () => {
     const recordKey = key(T_TASK, tk);
     const unfinishedKey = key(T_TASKS_UNFINISHED, tk);
     let old: TaskIndexPosition | undefined = ctx.taskPositions.get(tkHex);

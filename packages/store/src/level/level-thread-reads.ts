@@ -1,8 +1,8 @@
 // Reading threads in the LevelDB backend: the tail (cached), message pages, one meta, a tenant's thread list.
-import { compareBytes, concatBytes, readU64, toHex, u64 } from "../core/bytes.js";
+import { compareBytes, concatBytes, readU64, u64 } from "../core/bytes.js";
 import { checkLimit, checkListThreads, checkReadMessages, checkThreadKey, MAX_TIME } from "../core/checks.js";
 import { cursorKinds, encodeCursor } from "../core/cursors.js";
-import { HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
+import { digestHex, HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
 import type { MessagePage, PageOrder, StoredMessage, ThreadKey, ThreadMeta, ThreadPage } from "../types.js";
 import { type LevelContext, readMeta } from "./level-context.js";
 import { inv, key, messageKey, prefixEnd, SEQ_BYTES, T_META, T_THREADS_BY_TENANT } from "./level-keys.js";
@@ -40,7 +40,7 @@ export async function tail(ctx: LevelContext, threadKey: ThreadKey, count: numbe
   const th = threadHash(tenant, contextId);
   const meta = readMeta(ctx, th, tenant, contextId);
   if (!meta || count === 0) return [];
-  const hex = toHex(th);
+  const hex = digestHex(th);
   const cached = ctx.tails.get(hex, meta.lastSequence, count);
   if (cached) return cached;
   // Bounded by lastSequence: the meta is the commit point, so anything above it is not part of the thread.

@@ -1,7 +1,7 @@
 // Appends to a thread in the LevelDB backend: retry detection, the message, the meta and its indexes in one batch.
 import { bytesEqual, sha256, toHex, u64 } from "../core/bytes.js";
 import { checkAppend, checkAppendInput, checkThreadKey } from "../core/checks.js";
-import { messageIdHash, tenantHash, threadHash } from "../core/digests.js";
+import { digestHex, messageIdHash, tenantHash, threadHash } from "../core/digests.js";
 import type { AppendInput, AppendResult, StoredMessage, TaskRecord, ThreadKey, ThreadMeta } from "../types.js";
 import {
   cachedMeta,
@@ -162,7 +162,7 @@ export async function append(
       throw error;
     }
     remember(ctx, th, next);
-    ctx.tails.appended(toHex(th), meta?.lastSequence ?? 0, message);
+    ctx.tails.appended(digestHex(th), meta?.lastSequence ?? 0, message);
     return { message, duplicate: false };
   });
 }
