@@ -7,18 +7,31 @@ export function createKeyedMutex() {
   const tails = new Map<string, Promise<unknown>>();
   return {
     run<T>(key: string, task: () => Promise<T>): Promise<T> {
-      const previous = tails.get(key) ?? Promise.resolve();
-      const result = previous.then(task, task);
-      const tail = result.then(
-        () => undefined,
-        () => undefined,
+      const previous = tails.get(key);
+      // Nobody holds the key: start now rather than a microtask later (most runs, as a thread is rarely contended).
+      const result = previous === undefined ? start(task) : previous.then(task, task);
+      // The tail settles when this task does, never rejects, and drops its entry once nobody queued behind it,
+      // so the map does not grow with every thread ever touched.
+      const tail: Promise<unknown> = result.then(
+        () => release(key, tail),
+        () => release(key, tail),
       );
       tails.set(key, tail);
-      // Drop the entry once nobody queued behind us, so the map does not grow with every thread ever touched.
-      void tail.then(() => {
-        if (tails.get(key) === tail) tails.delete(key);
-      });
       return result;
     },
   };
+
+  function release(key: string, tail: Promise<unknown>): undefined {
+    if (tails.get(key) === tail) tails.delete(key);
+    return undefined;
+  }
+}
+
+/** Calls the task, a synchronous throw included in the promise as `previous.then(task)` would have it. */
+function start<T>(task: () => Promise<T>): Promise<T> {
+  try {
+    return task();
+  } catch (error) {
+    return Promise.reject(error);
+  }
 }
