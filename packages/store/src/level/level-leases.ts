@@ -45,7 +45,10 @@ export interface LevelLeases extends ContextLeases {
  * has exactly one owning process, so this map is the whole truth; it keeps
  * the same contract (tokens, expiry, fencing, takeover) as the shared one.
  */
-/** Released leases remembered for their tokens; beyond this many, the oldest are forgotten (see `tokenFloor`). */
+/**
+ * Released leases remembered for their tokens, at least this many and at most twice as many; older ones are
+ * forgotten (see `tokenFloor`).
+ */
 const REMEMBERED_RELEASED = 10_000;
 
 export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases {
@@ -53,21 +56,31 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
   const leases = new Map<string, Lease>();
   /** Leases not released (live or expired): all that expired() has to look at. */
   const held = new Set<Lease>();
-  /** Released leases by slot, oldest release first. */
-  const released = new Map<string, Lease>();
+  /**
+   * Released leases by slot in two generations, like RecentMap: when the newer holds REMEMBERED_RELEASED, the
+   * older is forgotten whole. Forgetting the single oldest on every release walked V8's deleted-entry holes at
+   * the front of one insertion-ordered map, as RecentMap's comment describes.
+   */
+  let releasedNewer = new Map<string, Lease>();
+  let releasedOlder = new Map<string, Lease>();
   /**
    * The highest token of a forgotten lease. A context seen again starts above it, so a
    * fence of any earlier holder stays stale, while the table does not keep an entry for
    * every context this process ever ran (one per fresh contextId).
    */
   let tokenFloor = 0;
-  const forgetOldReleased = () => {
-    while (released.size > REMEMBERED_RELEASED) {
-      const [id, lease] = released.entries().next().value!;
-      released.delete(id);
-      leases.delete(id);
-      if (lease.token > tokenFloor) tokenFloor = lease.token;
+  const rememberReleased = (id: string, lease: Lease) => {
+    releasedNewer.set(id, lease);
+    if (releasedNewer.size < REMEMBERED_RELEASED) return;
+    for (const [oldId, old] of releasedOlder) {
+      leases.delete(oldId);
+      if (old.token > tokenFloor) tokenFloor = old.token;
     }
+    releasedOlder = releasedNewer;
+    releasedNewer = new Map();
+  };
+  const reacquired = (id: string) => {
+    if (!releasedNewer.delete(id)) releasedOlder.delete(id);
   };
   const cancelHandlers = new Set<(key: ThreadKey, taskId: string) => void>();
   let closed = false;
@@ -110,7 +123,7 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
       held.add(fresh);
       return { key, taskId, token: fresh.token };
     }
-    released.delete(id);
+    reacquired(id);
     held.add(lease);
     const orphan =
       lease.expiresAt === Number.NEGATIVE_INFINITY ? undefined : { taskId: lease.taskId, token: lease.token };
@@ -155,8 +168,7 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
       if (!lease) return false;
       lease.expiresAt = Number.NEGATIVE_INFINITY;
       held.delete(lease);
-      released.set(slot(fence.key), lease);
-      forgetOldReleased();
+      rememberReleased(slot(fence.key), lease);
       return true;
     },
     async holder(key): Promise<LeaseHolder | undefined> {
