@@ -3,10 +3,10 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 
 /**
  * A google.protobuf.Struct field (tag, length, fields) from its JSON form, byte for byte as toBinary writes it
- * (entries in Object.entries order, each Value's kind always written). Written by hand into a byte list:
- * every turn's task, final event or reply carries the chain report, and toBinary (its reflection, then
- * BinaryWriter's fork/join, string and double calls) took about 10 us for that small Struct, as long as the
- * rest of the message (measured in the commit).
+ * (entries in Object.keys order, which is Object.entries order; each Value's kind always written). Written by
+ * hand into a byte list: every turn's task, final event or reply carries the chain report, and toBinary (its
+ * reflection, then BinaryWriter's fork/join, string and double calls) took about 10 us for that small Struct,
+ * as long as the rest of the message (measured in the commit).
  */
 export function structField(field: number, json: JsonObject): Uint8Array {
   const out = Buffer.allocUnsafe(structFieldSize(field, json));
@@ -34,7 +34,9 @@ const delimitedSize = (length: number): number => 1 + varintSize(length) + lengt
 
 function structSize(json: JsonObject): number {
   let size = 0;
-  for (const [k, v] of Object.entries(json)) size += delimitedSize(entrySize(k, v));
+  // Object.keys, not Object.entries: the same keys in the same order without an array per entry (a send's
+  // chain reports are sized and written several times).
+  for (const k of Object.keys(json)) size += delimitedSize(entrySize(k, json[k]));
   return size;
 }
 
@@ -80,7 +82,8 @@ function writeString(out: Buffer, at: number, tag: number, text: string): number
 }
 
 function writeStruct(out: Buffer, at: number, json: JsonObject): number {
-  for (const [k, v] of Object.entries(json)) {
+  for (const k of Object.keys(json)) {
+    const v = json[k];
     // map<string, Value> fields = 1: an entry is (key = 1, value = 2).
     out[at++] = 0x0a;
     at = writeVarint(out, at, entrySize(k, v));
