@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick | --warmup-ms=N | --measure-ms=N]
+// npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick | --warmup-ms=N | --measure-ms=N
+//                   | --flat-threads=N | --base=DIR | --no-durable-anchors | --help]
 // Starts every server in its own process, drives each with the same load
 // generator (its own process), and prints one table plus the scaling figures.
 import { readFileSync } from "node:fs";
@@ -11,13 +12,36 @@ import { countFlag } from "./lib/embedded.mjs";
 import { printReport } from "./lib/report.mjs";
 
 const args = new Set(process.argv.slice(2));
+if (args.has("--help") || args.has("-h")) {
+  process.stdout.write(`npm run bench [-- FLAGS]   (or: node bench/run.mjs FLAGS, after npm run build)
+
+Runs every server in its own process against one load generator and prints one table of req/s, latency and
+CPU per request with each Parley row's ratio to its anchor, then the scaling figures.
+
+  --no-scaling           only the table
+  --scaling              only the scaling figures
+  --quick                one shorter round, smaller scaling blocks
+  --only=ID,...          a subset of rows (bridge-send, anchor-jsonrpc-send, ...; history, growth, flat,
+                         streams name the scaling parts)
+  --profile              node --cpu-prof profiles of the Parley server in bench/profiles/
+  --no-durable-anchors   skip the SDK's DatabaseTaskStore rows (SQLite, PostgreSQL)
+  --warmup-ms=N          each row's warm-up (default 1000, --quick 500)
+  --measure-ms=N         each row's measured phase (default 3000, --quick 1500)
+  --flat-threads=N       stored threads for the flat-cost part (default 100000, --quick 20000)
+  --base=DIR             also run every Parley row on another built checkout, in the same rounds
+  --help                 this text
+
+The README's Benchmarks section explains the rows and the targets.
+`);
+  process.exit(0);
+}
 const switches = new Set(["--scaling", "--no-scaling", "--quick", "--profile", "--no-durable-anchors"]);
 const valued = ["--only=", "--base=", "--flat-threads=", "--warmup-ms=", "--measure-ms="];
 for (const arg of args) {
   if (switches.has(arg) || valued.some((prefix) => arg.startsWith(prefix))) continue;
   process.stderr.write(
     `bench: unknown flag ${JSON.stringify(arg)}; the flags are ${[...switches].join(", ")}, ` +
-      `${valued.map((v) => `${v}...`).join(", ")} (see the README's Benchmarks section)\n`,
+      `${valued.map((v) => `${v}...`).join(", ")} (--help lists them; see the README's Benchmarks section)\n`,
   );
   process.exit(2);
 }
@@ -110,8 +134,14 @@ function keep(row) {
   const earlier = best.get(row.id);
   if (!earlier || earlier.skipped || (!row.skipped && row.rps > earlier.rps)) best.set(row.id, row);
 }
+/** The --only names that named a row, a group or a scaling part, so a mistyped one is reported; and every row id. */
+const matched = new Set();
+const rowIds = new Set();
 async function group(name, script, options, scenarios) {
+  for (const s of scenarios) rowIds.add(s.baseOf ?? s.id);
   const wanted = scenarios.filter((s) => !only || only.has(s.baseOf ?? s.id) || only.has(name));
+  for (const s of wanted) matched.add(s.baseOf ?? s.id);
+  if (wanted.length > 0) matched.add(name);
   if (wanted.length === 0) return;
   const server = await startChild(script, options);
   try {
@@ -241,7 +271,10 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
 
 const scaling = {};
 // --only=history,growth,flat,streams picks scaling parts too (each part's name).
-const part = (name) => !only || only.has(name);
+const part = (name) => {
+  if (only?.has(name)) matched.add(name);
+  return !only || only.has(name);
+};
 if (withScaling && (part("history") || part("growth") || part("flat") || part("streams"))) {
   process.stderr.write("scaling:\n");
   const gcArgv = ["--expose-gc"];
@@ -443,3 +476,11 @@ printReport({
   scaling,
   elapsedS: (performance.now() - started) / 1000,
 });
+const unmatched = only ? [...only].filter((name) => !matched.has(name)) : [];
+if (unmatched.length > 0) {
+  process.stderr.write(
+    `bench: --only named ${unmatched.map((n) => JSON.stringify(n)).join(", ")}, which matched no row or scaling part; ` +
+      `the rows are ${[...rowIds].join(", ")}; the scaling parts history, growth, flat, streams (not with --no-scaling)\n`,
+  );
+  process.exit(2);
+}
