@@ -29,13 +29,14 @@ CPU per request with each Parley row's ratio to its anchor, then the scaling fig
   --measure-ms=N         each row's measured phase (default 3000, --quick 1500)
   --flat-threads=N       stored threads for the flat-cost part (default 100000, --quick 20000)
   --base=DIR             also run every Parley row on another built checkout, in the same rounds
+  --pin                  every server on CPU 0 (its helper threads too), the load generator on CPU 1
   --help                 this text
 
 The README's Benchmarks section explains the rows and the targets.
 `);
   process.exit(0);
 }
-const switches = new Set(["--scaling", "--no-scaling", "--quick", "--profile", "--no-durable-anchors"]);
+const switches = new Set(["--scaling", "--no-scaling", "--quick", "--profile", "--no-durable-anchors", "--pin"]);
 const valued = ["--only=", "--base=", "--flat-threads=", "--warmup-ms=", "--measure-ms="];
 for (const arg of args) {
   if (switches.has(arg) || valued.some((prefix) => arg.startsWith(prefix))) continue;
@@ -53,6 +54,17 @@ const scalingOnly = args.has("--scaling");
 const withScaling = !args.has("--no-scaling");
 const quick = args.has("--quick");
 const profile = args.has("--profile");
+// --pin: as issue 16 measured its starting point, each server gets one core (LevelDB's and V8's threads share it
+// with its event loop) and the load generator the other, so a server never competes with the client for a core.
+const pin = args.has("--pin");
+if (pin && cpus().length < 2) {
+  process.stderr.write(
+    `bench: --pin needs two CPUs (one for the servers, one for the load); this machine has ${cpus().length}\n`,
+  );
+  process.exit(2);
+}
+/** A server's child process: pinned to CPU 0 with --pin. */
+const startServer = (script, options = {}) => startChild(script, { ...options, ...(pin ? { cpus: "0" } : {}) });
 // --base=DIR: every Parley row also runs on the servers of another checkout (built, with node_modules),
 // in the same rounds, so a change is measured against what it replaces under the same load.
 const baseDir = flagValue("base")?.replace(/\/$/, "");
@@ -88,7 +100,7 @@ const taskReply = { PARLEY_ECHO_REPLY: "task", PARLEY_ECHO_CHUNKS: "1" };
 
 const started = performance.now();
 const elapsed = () => `${((performance.now() - started) / 1000).toFixed(0)} s`;
-const load = await startChild("load.mjs");
+const load = await startChild("load.mjs", pin ? { cpus: "1" } : {});
 
 async function measure(server, row) {
   const spec = {
@@ -143,7 +155,7 @@ async function group(name, script, options, scenarios) {
   for (const s of wanted) matched.add(s.baseOf ?? s.id);
   if (wanted.length > 0) matched.add(name);
   if (wanted.length === 0) return;
-  const server = await startChild(script, options);
+  const server = await startServer(script, options);
   try {
     for (const s of wanted) {
       const url = s.spec.protocol === "jsonrpc" ? server.info.jsonRpcUrl : server.info.grpcUrl;
@@ -278,7 +290,7 @@ const part = (name) => {
 if (withScaling && (part("history") || part("growth") || part("flat") || part("streams"))) {
   process.stderr.write("scaling:\n");
   const gcArgv = ["--expose-gc"];
-  const parley = part("history") ? await startChild("servers/parley.mjs", { execArgv: gcArgv }) : undefined;
+  const parley = part("history") ? await startServer("servers/parley.mjs", { execArgv: gcArgv }) : undefined;
   if (parley) {
     try {
       const url = parley.info.grpcUrl;
@@ -337,7 +349,7 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
   async function growth(label, script, env) {
     if (!part("growth")) return;
     process.stderr.write(`  growth: ${label} ... [${elapsed()}]\n`);
-    const server = await startChild(script, { env });
+    const server = await startServer(script, { env });
     const blocks = [];
     try {
       for (let b = 0; b < GROWTH_BLOCKS; b++) {
@@ -370,7 +382,7 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
     process.stderr.write(`  flat cost: empty vs ${FLAT_THREADS} stored threads ... [${elapsed()}]\n`);
     // The echo agent's default task reply (8 chunks, 12 events logged per send): the heavier turn, kept as the
     // row was first measured, since this row compares Parley with itself.
-    const server = await startChild("servers/parley.mjs", { env: { PARLEY_ECHO_REPLY: "task" } });
+    const server = await startServer("servers/parley.mjs", { env: { PARLEY_ECHO_REPLY: "task" } });
     const block = async (id) => {
       const spec = { protocol: "jsonrpc", op: "send", contexts: "fresh", url: server.info.jsonRpcUrl };
       // A short warm-up block first (JIT, pools; after the fill, the first compactions), not counted.
@@ -421,7 +433,7 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
 
   async function heldStreams(label, script, env) {
     process.stderr.write(`  ${HELD_STREAMS} open streams: ${label} ... [${elapsed()}]\n`);
-    const server = await startChild(script, { env, execArgv: gcArgv });
+    const server = await startServer(script, { env, execArgv: gcArgv });
     try {
       const url = server.info.jsonRpcUrl;
       if (!url) return { skipped: server.info.bridgeError };
@@ -471,6 +483,7 @@ printReport({
     rounds: ROUNDS,
     concurrency: CONCURRENCY,
     heldStreams: HELD_STREAMS,
+    pinned: pin,
   },
   rows: [...best.values()],
   scaling,

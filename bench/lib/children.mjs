@@ -1,16 +1,21 @@
-import { fork } from "node:child_process";
+import { execFileSync, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
 const here = fileURLToPath(new URL("..", import.meta.url));
 
-/** Forks a bench script and gives it a request/response channel over IPC. */
-export async function startChild(script, { env = {}, execArgv = [] } = {}) {
+/**
+ * Forks a bench script and gives it a request/response channel over IPC. `cpus` (a taskset list such as "0")
+ * pins the child and every thread it has or starts to those CPUs.
+ */
+export async function startChild(script, { env = {}, execArgv = [], cpus } = {}) {
   // An absolute path runs another checkout's script (--base): its own node_modules and builds.
   const proc = fork(script.startsWith("/") ? script : `${here}${script}`, [], {
     env: { ...process.env, ...env },
     execArgv,
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
+  // -a: the threads Node has started by now too; later threads inherit their creator's affinity.
+  if (cpus !== undefined) execFileSync("taskset", ["-a", "-p", "-c", cpus, String(proc.pid)], { stdio: "ignore" });
   const pending = new Map();
   let nextId = 1;
   const ready = new Promise((resolve, reject) => {
