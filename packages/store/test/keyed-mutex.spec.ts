@@ -49,4 +49,20 @@ describe("createKeyedMutex", () => {
     });
     expect(again).toBe(true);
   });
+
+  it("queues a task that the running task of the same key starts, even from its synchronous start", async () => {
+    const mutex = createKeyedMutex();
+    const log: string[] = [];
+    let inner: Promise<void> | undefined;
+    await mutex.run("k", async () => {
+      log.push("outer start");
+      inner = mutex.run("k", async () => {
+        log.push("inner");
+      });
+      await later();
+      log.push("outer end");
+    });
+    await inner;
+    expect(log).toEqual(["outer start", "outer end", "inner"]);
+  });
 });
