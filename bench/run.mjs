@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick | --warmup-ms=N | --measure-ms=N
-//                   | --flat-threads=N | --base=DIR | --no-durable-anchors | --help]
+//                   | --rounds=N | --flat-threads=N | --base=DIR | --no-durable-anchors | --pin | --help]
 // Starts every server in its own process, drives each with the same load
 // generator (its own process), and prints one table plus the scaling figures.
 import { readFileSync } from "node:fs";
@@ -27,6 +27,8 @@ CPU per request with each Parley row's ratio to its anchor, then the scaling fig
   --no-durable-anchors   skip the SDK's DatabaseTaskStore rows (SQLite, PostgreSQL)
   --warmup-ms=N          each row's warm-up (default 1000, --quick 500)
   --measure-ms=N         each row's measured phase (default 3000, --quick 1500)
+  --rounds=N             rounds of the table, each row on a fresh server per round, the best kept (default 2,
+                         --quick 1)
   --flat-threads=N       stored threads for the flat-cost part (default 100000, --quick 20000)
   --base=DIR             also run every Parley row on another built checkout, in the same rounds
   --pin                  every server on CPU 0 (its helper threads too), the load generator on CPU 1
@@ -37,7 +39,7 @@ The README's Benchmarks section explains the rows and the targets.
   process.exit(0);
 }
 const switches = new Set(["--scaling", "--no-scaling", "--quick", "--profile", "--no-durable-anchors", "--pin"]);
-const valued = ["--only=", "--base=", "--flat-threads=", "--warmup-ms=", "--measure-ms="];
+const valued = ["--only=", "--base=", "--flat-threads=", "--warmup-ms=", "--measure-ms=", "--rounds="];
 for (const arg of args) {
   if (switches.has(arg) || valued.some((prefix) => arg.startsWith(prefix))) continue;
   process.stderr.write(
@@ -78,7 +80,7 @@ const WARMUP_MS = count("warmup-ms", quick ? 500 : 1_000);
 // Every row is measured in each round, each time on a freshly started server, and the
 // round with the most requests/s is kept: on a shared VM a neighbour can halve one
 // row's figures, and taking the best of independent samples treats every server alike.
-const ROUNDS = quick ? 1 : 2;
+const ROUNDS = count("rounds", quick ? 1 : 2);
 const MEASURE_MS = count("measure-ms", quick ? 1_500 : 3_000);
 const MAX_REQUESTS = 200_000;
 const CONCURRENCY = 64;
