@@ -495,7 +495,8 @@ const unmatched = only ? [...only].filter((name) => !matched.has(name)) : [];
 if (unmatched.length > 0) {
   process.stderr.write(
     `bench: --only named ${unmatched.map((n) => JSON.stringify(n)).join(", ")}, which matched no row or scaling part; ` +
-      `the rows are ${[...rowIds].join(", ")}; the scaling parts history, growth, flat, streams (not with --no-scaling)\n`,
+      `${rowIds.size > 0 ? `the rows are ${[...rowIds].join(", ")}` : "no table row ran (--scaling)"}; ` +
+      "the scaling parts are history, growth, flat, streams (not with --no-scaling)\n",
   );
   process.exit(2);
 }

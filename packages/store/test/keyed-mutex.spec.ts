@@ -38,6 +38,12 @@ describe("createKeyedMutex", () => {
       throw new Error("thrown before a promise");
     }) as () => Promise<never>);
     const third = mutex.run("k", async () => "ran");
+    // A synchronous throw of a task that starts at once (nobody holds its key) is a rejection too.
+    const alone = mutex.run("alone", (() => {
+      throw new Error("thrown at once");
+    }) as () => Promise<never>);
+    await expect(alone).rejects.toThrow("thrown at once");
+    await expect(mutex.run("alone", async () => "free again")).resolves.toBe("free again");
     await expect(first).rejects.toThrow("first failed");
     await expect(second).rejects.toThrow("thrown before a promise");
     await expect(third).resolves.toBe("ran");
