@@ -170,7 +170,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     else heads.delete(hex);
   };
   /** The head of a task's log: from the cache, else one synchronous point read (no range scan). */
-  const headOf = (tk: Uint8Array, hex: string): Head | undefined => {
+  const headOf = (tk: Uint8Array, hex = digestHex(tk)): Head | undefined => {
     const cached = heads.get(hex);
     if (cached) return cached;
     const k = key(T_EVENT_HEAD, tk);
@@ -186,7 +186,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     // read of every follower (the key after a task's events is its head, which shares blocks with other
     // tables). A follower that has caught up reads nothing; a read takes at most as many records as there
     // are events left, so the iterator stops on the log's last record instead of stepping past it.
-    const lastSeq = headOf(tk, digestHex(tk))?.lastSeq ?? 0;
+    const lastSeq = headOf(tk)?.lastSeq ?? 0;
     if (afterSeq >= lastSeq) return [];
     const prefix = key(T_EVENT, tk);
     const events: TaskEvent[] = [];
@@ -309,7 +309,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     async latestRun(tenant, taskId) {
       open("latestRun");
       const tk = taskKey(tenant, taskId);
-      const head = headOf(tk, digestHex(tk));
+      const head = headOf(tk);
       if (!head) return { start: 0, ended: false };
       if (head.runStart !== undefined) return { start: head.runStart, ended: head.ended !== 0 };
       // A version 1 head of an open run: its start is found once by reading the log, then kept in the head.
@@ -318,7 +318,7 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     async lastSeq(tenant, taskId) {
       open("lastSeq");
       const tk = taskKey(tenant, taskId);
-      return headOf(tk, digestHex(tk))?.lastSeq ?? 0;
+      return headOf(tk)?.lastSeq ?? 0;
     },
     subscribe(tenant, taskId, afterSeq, signal) {
       open("subscribe");
