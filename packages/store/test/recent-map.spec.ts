@@ -23,6 +23,25 @@ describe("RecentMap", () => {
   });
 });
 
+describe("RecentMap's onDrop", () => {
+  it("hears of every entry the older generation takes with it, and not of one moved or set into the newer", () => {
+    const dropped: string[] = [];
+    const map = new RecentMap<string, number>(2, (key, value) => dropped.push(`${key}=${value}`));
+    map.set("a", 0);
+    map.set("b", 1); // a, b are now the older generation
+    expect(map.get("a")).toBe(0); // moved forward
+    map.set("b", 2); // set again: newer (a, b) fills and becomes the older; the old generation goes
+    expect(dropped).toEqual([]);
+    map.set("c", 3);
+    map.set("d", 4); // (a, b) dropped
+    expect(dropped).toEqual(["a=0", "b=2"]);
+    map.delete("c");
+    map.set("e", 5);
+    map.set("f", 6); // (d) dropped; c was deleted before
+    expect(dropped).toEqual(["a=0", "b=2", "d=4"]);
+  });
+});
+
 describe("RecentPairMap", () => {
   it("keeps pairs apart that one joined key would merge, and counts entries, not first keys, for its generations", () => {
     const map = new RecentPairMap<number>(3);

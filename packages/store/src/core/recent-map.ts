@@ -14,7 +14,14 @@ export class RecentMap<K, V> {
   private newer = new Map<K, V>();
   private older = new Map<K, V>();
 
-  constructor(private readonly capacity: number) {}
+  /**
+   * `onDrop` hears of each entry forgotten when the older generation goes (an entry moved or set into the newer
+   * one since is not forgotten), for tables that must act on what they forget.
+   */
+  constructor(
+    private readonly capacity: number,
+    private readonly onDrop?: (key: K, value: V) => void,
+  ) {}
 
   get(key: K): V | undefined {
     const found = this.newer.get(key);
@@ -27,8 +34,10 @@ export class RecentMap<K, V> {
   set(key: K, value: V): void {
     this.newer.set(key, value);
     if (this.newer.size >= this.capacity) {
+      const dropped = this.older;
       this.older = this.newer;
       this.newer = new Map();
+      if (this.onDrop) for (const [k, v] of dropped) if (!this.older.has(k)) this.onDrop(k, v);
     }
   }
 

@@ -1,6 +1,7 @@
 import { threadDigest } from "../core/digests.js";
 import { fencedError } from "../core/fences.js";
 import { checkTtl } from "../core/lease-checks.js";
+import { RecentMap } from "../core/recent-map.js";
 import {
   type ContextLeases,
   type ExpiredLease,
@@ -57,31 +58,19 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
   /** Leases not released (live or expired): all that expired() has to look at. */
   const held = new Set<Lease>();
   /**
-   * Released leases by slot in two generations, like RecentMap: when the newer holds REMEMBERED_RELEASED, the
-   * older is forgotten whole. Forgetting the single oldest on every release walked V8's deleted-entry holes at
-   * the front of one insertion-ordered map, as RecentMap's comment describes.
-   */
-  let releasedNewer = new Map<string, Lease>();
-  let releasedOlder = new Map<string, Lease>();
-  /**
    * The highest token of a forgotten lease. A context seen again starts above it, so a
    * fence of any earlier holder stays stale, while the table does not keep an entry for
    * every context this process ever ran (one per fresh contextId).
    */
   let tokenFloor = 0;
-  const rememberReleased = (id: string, lease: Lease) => {
-    releasedNewer.set(id, lease);
-    if (releasedNewer.size < REMEMBERED_RELEASED) return;
-    for (const [oldId, old] of releasedOlder) {
-      leases.delete(oldId);
-      if (old.token > tokenFloor) tokenFloor = old.token;
-    }
-    releasedOlder = releasedNewer;
-    releasedNewer = new Map();
-  };
-  const reacquired = (id: string) => {
-    if (!releasedNewer.delete(id)) releasedOlder.delete(id);
-  };
+  /**
+   * Released leases by slot, forgotten a generation at a time (RecentMap): forgetting the single oldest on every
+   * release walked V8's deleted-entry holes at the front of one insertion-ordered map (see RecentMap).
+   */
+  const released = new RecentMap<string, Lease>(REMEMBERED_RELEASED, (id, lease) => {
+    leases.delete(id);
+    if (lease.token > tokenFloor) tokenFloor = lease.token;
+  });
   const cancelHandlers = new Set<(key: ThreadKey, taskId: string) => void>();
   let closed = false;
 
@@ -123,7 +112,7 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
       held.add(fresh);
       return { key, taskId, token: fresh.token };
     }
-    reacquired(id);
+    released.delete(id);
     held.add(lease);
     const orphan =
       lease.expiresAt === Number.NEGATIVE_INFINITY ? undefined : { taskId: lease.taskId, token: lease.token };
@@ -168,7 +157,7 @@ export function createLevelLeases(options: LevelLeasesOptions = {}): LevelLeases
       if (!lease) return false;
       lease.expiresAt = Number.NEGATIVE_INFINITY;
       held.delete(lease);
-      rememberReleased(slot(fence.key), lease);
+      released.set(slot(fence.key), lease);
       return true;
     },
     async holder(key): Promise<LeaseHolder | undefined> {
