@@ -5,7 +5,8 @@ import { describe, expect, it } from "vitest";
 import { messageText } from "../src/engine/history.js";
 import { encodeInbound } from "../src/engine/message-validation.js";
 import { encodeEvent, encodeMessage, encodeTask } from "../src/engine/task-encoding.js";
-import { appendArtifact, statusEvent, streamEvent, taskSnapshot } from "../src/engine/task-model.js";
+import { appendArtifact, statusEvent, taskSnapshot } from "../src/engine/task-model.js";
+import { streamResponse, textPart } from "../src/engine/turn-messages.js";
 
 const message = (text: string, role: Role) =>
   create(MessageSchema, {
@@ -65,7 +66,7 @@ describe("task encoding", () => {
     task.status!.state = TaskState.COMPLETED;
     expect(snapshot.history).toHaveLength(2);
     expect(snapshot.status?.state).toBe(TaskState.WORKING);
-    const event = streamEvent({ case: "task", value: snapshot });
+    const event = streamResponse({ case: "task", value: snapshot });
     const decoded = fromBinary(StreamResponseSchema, encodeEvent(event));
     expect(equals(StreamResponseSchema, decoded, event)).toBe(true);
     expect(encodeEvent(statusEvent(task))).toEqual(toBinary(StreamResponseSchema, statusEvent(task)));
@@ -81,14 +82,14 @@ describe("task encoding", () => {
     });
     const snapshot = taskSnapshot(task);
     const update = statusEvent(task);
-    const before = toBinary(StreamResponseSchema, streamEvent({ case: "task", value: snapshot }));
+    const before = toBinary(StreamResponseSchema, streamResponse({ case: "task", value: snapshot }));
     const updateBefore = toBinary(StreamResponseSchema, update);
-    appendArtifact(task, "reply-1", [{ content: { case: "text", value: "b" } }], true);
+    appendArtifact(task, "reply-1", [textPart("b")], true);
     task.status!.timestamp!.nanos = 6;
     task.status!.state = TaskState.COMPLETED;
     (task.metadata!.chain as { stepsLeft: number }).stepsLeft = 2;
     expect(messageText({ parts: task.artifacts[0]!.parts })).toBe("ab");
-    expect(toBinary(StreamResponseSchema, streamEvent({ case: "task", value: snapshot }))).toEqual(before);
+    expect(toBinary(StreamResponseSchema, streamResponse({ case: "task", value: snapshot }))).toEqual(before);
     expect(toBinary(StreamResponseSchema, update)).toEqual(updateBefore);
   });
 
@@ -191,9 +192,11 @@ describe("task encoding", () => {
       }
     }
     for (const [i, artifact] of [undefined, ...artifacts.flat()].entries()) {
-      const chunk = streamEvent({
-        case: "artifactUpdate",
-        value: { taskId: "t", contextId: i % 2 ? "" : "c ☃", artifact, append: i % 2 === 0, lastChunk: i % 3 === 0 },
+      const chunk = create(StreamResponseSchema, {
+        payload: {
+          case: "artifactUpdate",
+          value: { taskId: "t", contextId: i % 2 ? "" : "c ☃", artifact, append: i % 2 === 0, lastChunk: i % 3 === 0 },
+        },
       });
       expect(encodeEvent(chunk)).toEqual(toBinary(StreamResponseSchema, chunk));
       if (chunk.payload.case === "artifactUpdate") chunk.payload.value.metadata = { seq: i };

@@ -40,6 +40,7 @@ import { contextIdOfNewConversation } from "./retry-context.js";
 import { rememberEncoding } from "./task-encoding.js";
 import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
+import { emptyTask } from "./turn-messages.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
 
 /** What a send turned into. */
@@ -251,7 +252,7 @@ export class Engine {
     const taskId = existing?.id ?? randomUUID();
     const stored = storedInbound(inbound, contextId, taskId);
     rememberEncoding(stored, encodeStoredInbound(payload, inbound, stored));
-    const task = existing ?? create(TaskSchema, { id: taskId, contextId, history: [], artifacts: [] });
+    const task = existing ?? emptyTask(taskId, contextId);
     task.history.push(stored);
     setStatus(task, TaskState.SUBMITTED);
     const run = new TaskRun(

@@ -1,24 +1,33 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampMs, timestampNow } from "@bufbuild/protobuf/wkt";
+import { clone } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import {
   type Artifact,
   ArtifactSchema,
   endsTurn,
   type Message,
   MessageSchema,
-  PartSchema,
+  type Part,
   Role,
   type StreamResponse,
-  StreamResponseSchema,
   type Task,
   TaskState,
   type TaskStatus,
-  TaskStatusSchema,
 } from "@parley/proto";
 import type { TaskRecord } from "@parley/store";
 import { encodeTask } from "./task-encoding.js";
 import type { TaskRun } from "./task-run.js";
+import {
+  artifactUpdate,
+  partCopy,
+  partsArtifact,
+  partsMessage,
+  statusUpdate,
+  streamResponse,
+  taskStatus,
+  textPart,
+  timestampNow,
+} from "./turn-messages.js";
 
 /**
  * The task model: how a task's record, status, messages and artifacts are
@@ -105,11 +114,7 @@ export function interruptedStatus(why: string, contextId: string): string {
 
 /** Sets the task's status to `state` now, with an agent message saying why when `text` is given. */
 export function setStatus(task: Task, state: TaskState, text?: string): void {
-  task.status = create(TaskStatusSchema, {
-    state,
-    timestamp: timestampNow(),
-    ...(text !== undefined ? { message: agentMessage(task, text) } : {}),
-  });
+  task.status = taskStatus(state, timestampNow(), text !== undefined ? agentMessage(task, text) : undefined);
 }
 
 /** The message as stored in a task: the caller's message with the ids it belongs to filled in. */
@@ -122,17 +127,7 @@ export function withIds(message: Message, contextId: string, taskId: string): Me
 }
 
 export function agentMessage(task: Task, text: string): Message {
-  return create(MessageSchema, {
-    messageId: randomUUID(),
-    contextId: task.contextId,
-    taskId: task.id,
-    role: Role.AGENT,
-    parts: [{ content: { case: "text", value: text } }],
-  });
-}
-
-export function streamEvent(payload: MessageInitShape<typeof StreamResponseSchema>["payload"]): StreamResponse {
-  return create(StreamResponseSchema, { payload });
+  return partsMessage(randomUUID(), task.contextId, task.id, Role.AGENT, [textPart(text)]);
 }
 
 /**
@@ -162,34 +157,20 @@ function statusCopy(status: TaskStatus): TaskStatus {
 /** The status update event of the task's current status (set with setStatus first). */
 export function statusEvent(task: Task): StreamResponse {
   const status = task.status && statusCopy(task.status);
-  return streamEvent({ case: "statusUpdate", value: { taskId: task.id, contextId: task.contextId, status } });
+  return streamResponse({ case: "statusUpdate", value: statusUpdate(task.id, task.contextId, status) });
 }
 
-/** Publishes one append-only artifact update of the run's task. */
-export function publishArtifact(
-  run: TaskRun,
-  artifact: MessageInitShape<typeof ArtifactSchema>,
-  append: boolean,
-  lastChunk: boolean,
-): void {
-  run.publish(
-    streamEvent({
-      case: "artifactUpdate",
-      value: { taskId: run.task.id, contextId: run.task.contextId, artifact, append, lastChunk },
-    }),
-  );
+/** Publishes one append-only artifact update of the run's task (`artifact` is the event's own, not the task's). */
+export function publishArtifact(run: TaskRun, artifact: Artifact, append: boolean, lastChunk: boolean): void {
+  const update = artifactUpdate(run.task.id, run.task.contextId, artifact, append, lastChunk);
+  run.publish(streamResponse({ case: "artifactUpdate", value: update }));
 }
 
 /** Adds parts to the task's artifact `artifactId` (appending to it, or replacing it with `whole`). */
-export function appendArtifact(
-  task: Task,
-  artifactId: string,
-  parts: MessageInitShape<typeof PartSchema>[],
-  append: boolean,
-  whole?: Artifact,
-): void {
+export function appendArtifact(task: Task, artifactId: string, parts: Part[], append: boolean, whole?: Artifact): void {
   const existing = task.artifacts.find((a) => a.artifactId === artifactId);
-  const created = parts.map((p) => create(PartSchema, p));
+  // Copies: the task's last text part is extended in place below, and `parts` may be an event's too.
+  const created = parts.map(partCopy);
   if (existing && append) {
     // Consecutive text chunks fold into one part so the stored task reads as one reply.
     const last = existing.parts[existing.parts.length - 1];
@@ -202,9 +183,7 @@ export function appendArtifact(
     }
     return;
   }
-  const artifact = whole
-    ? clone(ArtifactSchema, whole)
-    : create(ArtifactSchema, { artifactId, name: "reply", parts: created });
+  const artifact = whole ? clone(ArtifactSchema, whole) : partsArtifact(artifactId, "reply", created);
   if (existing) task.artifacts.splice(task.artifacts.indexOf(existing), 1, artifact);
   else task.artifacts.push(artifact);
 }

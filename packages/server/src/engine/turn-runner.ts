@@ -1,16 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ArtifactSchema,
   extensionUris,
   type Message,
   MessageSchema,
-  type PartSchema,
+  type Part,
+  PartSchema,
   Role,
   type StreamResponse,
   TaskState,
-  TaskStatusSchema,
 } from "@parley/proto";
 import type { FencedThreadStore, TaskRecord, WriteOptions } from "@parley/store";
 import type { Logger } from "pino";
@@ -29,11 +28,14 @@ import {
   publishArtifact,
   setStatus,
   statusEvent,
-  streamEvent,
   taskRecord,
   taskSnapshot,
 } from "./task-model.js";
 import { RunStop, type TaskRun } from "./task-run.js";
+import { partsArtifact, partsMessage, streamResponse, taskStatus, textPart, timestampNow } from "./turn-messages.js";
+
+/** An agent's part as a message (create returns one that already is). */
+const asPart = (part: MessageInitShape<typeof PartSchema>): Part => create(PartSchema, part);
 
 /** What running a turn needs from the engine. */
 export interface TurnContext {
@@ -76,7 +78,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   const start = (asWorking: boolean) => {
     if (!started) {
       started = true;
-      run.publish(streamEvent({ case: "task", value: taskSnapshot(task) }));
+      run.publish(streamResponse({ case: "task", value: taskSnapshot(task) }));
     }
     if (asWorking && !working) {
       working = true;
@@ -97,12 +99,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
         break;
       }
       if (event.type === "message" && !started) {
-        directReply = create(MessageSchema, {
-          messageId: randomUUID(),
-          contextId: task.contextId,
-          role: Role.AGENT,
-          parts: event.parts,
-        });
+        directReply = partsMessage(randomUUID(), task.contextId, "", Role.AGENT, event.parts.map(asPart));
         break;
       }
       start(event.type !== "state");
@@ -155,7 +152,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
       textChunks = 0;
     }
     if (textChunks > 0) {
-      publishArtifact(run, { artifactId, parts: [{ content: { case: "text", value: "" } }] }, true, true);
+      publishArtifact(run, partsArtifact(artifactId, "", [textPart("")]), true, true);
     }
     // A failure is the task's status, never the agent's reply: its text stays out of the thread.
     const replyBody = replyText !== "" ? replyText : finalState === TaskState.FAILED ? undefined : statusText;
@@ -182,11 +179,11 @@ async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message)
   const task = run.task;
   reply.taskId = "";
   task.history.push(reply);
-  task.status = create(TaskStatusSchema, { state: TaskState.COMPLETED, timestamp: timestampNow(), message: reply });
+  task.status = taskStatus(TaskState.COMPLETED, timestampNow(), reply);
   // Nobody was shown the task: it ends with the reply (its turn-in-flight record removed), and a retry
   // of the message is answered with the reply from the thread.
   const hidden = !run.visible;
-  const last = streamEvent({ case: "message", value: reply });
+  const last = streamResponse({ case: "message", value: reply });
   // A hidden task's reply is never logged (nobody can follow the task); a visible one's is, with the outcome.
   await persistOutcome(ctx, run, reply, hidden, hidden ? undefined : last);
   // Someone asked for the task while its end was being written: it stays, COMPLETED.
@@ -246,9 +243,9 @@ function applyEvent(run: TaskRun, event: AgentEvent, artifactId: string, firstTe
   const task = run.task;
   switch (event.type) {
     case "text": {
-      const part: MessageInitShape<typeof PartSchema> = { content: { case: "text", value: event.text } };
+      const part = textPart(event.text);
       appendArtifact(task, artifactId, [part], !firstText);
-      publishArtifact(run, { artifactId, name: "reply", parts: [part] }, !firstText, false);
+      publishArtifact(run, partsArtifact(artifactId, "reply", [part]), !firstText, false);
       return;
     }
     case "artifact": {
