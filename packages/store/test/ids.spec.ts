@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { toHex } from "../src/core/bytes.js";
+import { digest } from "../src/core/digests.js";
 import { idLimits, StoreError, threadDigest } from "../src/index.js";
 import { openStore, text } from "./helpers.js";
 
@@ -79,6 +81,13 @@ describe("hostile ids", () => {
     };
     for (const contextId of hostileContextIds) {
       expect(threadDigest("t\u00e9", contextId)).toBe(independent(["parley.thread.v1", "t\u00e9", contextId]));
+    }
+    // Around 128 UTF-8 bytes, where a length prefix stops being ASCII, and lone surrogates (written as U+FFFD).
+    const edges = ["x".repeat(127), "x".repeat(128), "\u00e9".repeat(63), "\u00e9".repeat(64), "\ud83d", "a\udcac"];
+    for (const field of edges) {
+      for (const fields of [[field], [field, "c"], ["t", field]]) {
+        expect(toHex(digest("parley.thread.v1", fields))).toBe(independent(["parley.thread.v1", ...fields]));
+      }
     }
   });
 
