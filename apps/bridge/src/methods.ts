@@ -11,6 +11,7 @@ import type { Transport } from "@connectrpc/connect";
 import { A2AService } from "@parley/proto";
 import type { z } from "zod";
 import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import { turnJson } from "./turn-json.js";
 import { withoutUnknownFields } from "./unknown-fields.js";
 import { agentCardToV03 } from "./v03/agent-card.js";
 import { v03Params } from "./v03/params.js";
@@ -170,7 +171,8 @@ function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
     call: streaming
       ? (t, i, s, h) => callStream(method as AnyStreaming, t, i, s, h)
       : (t, i, s, h) => callUnary(method as AnyUnary, t, i, s, h),
-    render: (output) => toJson(method.output, output),
+    // The shapes a turn answers with are written directly (turn-json.ts); anything else by toJson.
+    render: (output) => turnJson(method.output, output) ?? toJson(method.output, output),
   };
 }
 
