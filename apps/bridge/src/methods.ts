@@ -8,9 +8,10 @@ import {
   toJson,
 } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
-import { A2AService } from "@parley/proto";
+import { A2AService, SendMessageRequestSchema } from "@parley/proto";
 import type { z } from "zod";
 import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import { sendRequestOf } from "./send-params.js";
 import { turnJson } from "./turn-json.js";
 import { withoutUnknownFields } from "./unknown-fields.js";
 import { agentCardToV03 } from "./v03/agent-card.js";
@@ -156,6 +157,9 @@ function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
       if (params !== undefined && params !== null && (typeof params !== "object" || Array.isArray(params))) {
         throw invalidParams(method.name, `params must be a JSON object (by-name), got ${describeType(params)}`);
       }
+      // The common shape of a send, read directly (send-params.ts); every other request as below.
+      const common = method.input === SendMessageRequestSchema ? sendRequestOf(params) : undefined;
+      if (common) return common;
       // Fields this version does not know are dropped first (forward compatibility); the rest is decoded strictly.
       const known = withoutUnknownFields(method.input, params ?? {});
       try {
