@@ -137,10 +137,17 @@ function toBinaryWith<Desc extends DescMessage>(
   }
 }
 
+/**
+ * The parts one after the other, in a slice of Node's shared pool (as wire-encoding's buffers): these bytes go to
+ * the store, and a `new Uint8Array` of more than 64 bytes is a zeroed allocation of its own outside the heap, with
+ * an ArrayBuffer for the GC to track, per task record and logged event.
+ */
 function concat(parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const part of parts) length += part.length;
-  const out = new Uint8Array(length);
+  // Unsafe (not zeroed) is fine: every byte is written below.
+  const pooled = Buffer.allocUnsafe(length);
+  const out = new Uint8Array(pooled.buffer, pooled.byteOffset, length);
   let at = 0;
   for (const part of parts) {
     out.set(part, at);
