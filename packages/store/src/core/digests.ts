@@ -1,6 +1,6 @@
 // The identities of threads, tenants, tasks, message ids and push configs, the same in every backend: SHA-256
 // over a versioned domain tag and the fields, each length-prefixed, so distinct ids never share a digest.
-import { fromHex, lengthPrefixedUtf8, sha256, sha256Hex, toHex } from "./bytes.js";
+import { fromHex, lengthPrefixedUtf8, sha256Hex, toHex } from "./bytes.js";
 import { checkId } from "./ids.js";
 import { RecentMap, RecentPairMap } from "./recent-map.js";
 
@@ -34,7 +34,7 @@ function prefixedText(tag: string, fields: readonly string[]): string | undefine
 /** The lowercase hex of digest(tag, fields). */
 function hexDigest(tag: string, fields: readonly string[]): string {
   const text = prefixedText(tag, fields);
-  return text === undefined ? toHex(sha256(lengthPrefixedUtf8([tag, ...fields]))) : sha256Hex(text);
+  return sha256Hex(text ?? lengthPrefixedUtf8([tag, ...fields]));
 }
 
 export function digest(tag: string, fields: readonly string[]): Uint8Array {
