@@ -4,6 +4,7 @@ import { readBodyOf } from "@parley/server";
 import { z } from "zod";
 import { errorInfoData, JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
 import { describeType } from "./methods.js";
+import { loneSurrogate } from "./plain-json.js";
 
 export type JsonRpcId = string | number | null;
 
@@ -83,7 +84,6 @@ export function parseJsonBody(body: Buffer, maxDepth: number): unknown {
   return value;
 }
 
-const loneSurrogate = /\p{Surrogate}/u;
 /** A \u escape of a UTF-16 surrogate (an escaped backslash before "uD8.." matches too: the walk then finds nothing). */
 const surrogateEscape = /\\u[dD][89a-fA-F]/;
 

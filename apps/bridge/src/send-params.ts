@@ -1,6 +1,7 @@
 // SendMessage params of the shape most sends have, read straight into the request message.
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Message, type Part, RoleSchema, type SendMessageRequest, SendMessageRequestSchema } from "@parley/proto";
+import { isPlainJsonObject, isPlainObject, loneSurrogate } from "./plain-json.js";
 
 /*
  * What fromJson(SendMessageRequestSchema, params) makes, for params of the common shape: a message of text and
@@ -14,22 +15,12 @@ import { type Message, type Part, RoleSchema, type SendMessageRequest, SendMessa
 
 const roles: ReadonlyMap<string, number> = new Map(RoleSchema.values.map((v) => [v.name, v.number]));
 
-/** An unpaired UTF-16 surrogate: fromJson refuses such a string (it has no UTF-8). */
-const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-type JsonRecord = { readonly [key: string]: JsonValue };
-
-const isRecord = (value: unknown): value is JsonRecord =>
-  value !== null &&
-  typeof value === "object" &&
-  !Array.isArray(value) &&
-  Object.getPrototypeOf(value) === Object.prototype;
-
+/** fromJson refuses a string with a lone surrogate (it has no UTF-8). */
 const isText = (value: unknown): value is string => typeof value === "string" && !loneSurrogate.test(value);
 
 /** The request fromJson would make of `params`, or undefined when they are not of the common shape. */
 export function sendRequestOf(params: unknown): SendMessageRequest | undefined {
-  if (!isRecord(params)) return undefined;
+  if (!isPlainObject(params)) return undefined;
   const request: SendMessageRequest = { $typeName: SendMessageRequestSchema.typeName, tenant: "" };
   let message: Message | undefined;
   let metadata: JsonObject | undefined;
@@ -47,7 +38,7 @@ export function sendRequestOf(params: unknown): SendMessageRequest | undefined {
 }
 
 function messageOf(value: JsonValue): Message | undefined {
-  if (!isRecord(value)) return undefined;
+  if (!isPlainObject(value)) return undefined;
   const message: Message = {
     $typeName: "lf.a2a.v1.Message",
     messageId: "",
@@ -102,7 +93,7 @@ function messageOf(value: JsonValue): Message | undefined {
 }
 
 function partOf(value: JsonValue): Part | undefined {
-  if (!isRecord(value)) return undefined;
+  if (!isPlainObject(value)) return undefined;
   let content: Part["content"] | undefined;
   let metadata: JsonObject | undefined;
   let filename = "";
@@ -128,20 +119,8 @@ function partOf(value: JsonValue): Part | undefined {
 
 /**
  * A Struct field's value: the parsed JSON object itself (it belongs to this request alone), once it holds only
- * plain JSON. A `__proto__` key goes to fromJson, whose copy of the object does not keep it as a key.
+ * plain JSON (isPlainJsonObject; anything else, a `__proto__` key say, goes to fromJson).
  */
 function structOf(value: JsonValue): JsonObject | undefined {
-  return isRecord(value) && plainJson(value) ? (value as JsonObject) : undefined;
-}
-
-function plainJson(value: JsonValue): boolean {
-  if (value === null || typeof value === "boolean") return true;
-  if (typeof value === "number") return Number.isFinite(value);
-  if (typeof value === "string") return !loneSurrogate.test(value);
-  if (Array.isArray(value)) return value.every(plainJson);
-  if (!isRecord(value)) return false;
-  for (const key in value) {
-    if (key === "__proto__" || loneSurrogate.test(key) || !plainJson(value[key]!)) return false;
-  }
-  return true;
+  return isPlainJsonObject(value) ? value : undefined;
 }

@@ -23,6 +23,7 @@ import {
   type TaskStatusUpdateEvent,
   TaskStatusUpdateEventSchema,
 } from "@parley/proto";
+import { isPlainJsonObject } from "./plain-json.js";
 
 /*
  * What toJson gives (default options: JSON names, fields in number order, defaults left out, enums by name), for
@@ -196,27 +197,9 @@ function timestamp(t: Timestamp): string {
 
 /**
  * A Struct field's JSON: its JsonObject itself (never changed by the caller: the JSON goes to JSON.stringify),
- * once every value is one a Struct holds (toJson throws on a number that is not finite). A `__proto__` key
- * goes to toJson, whose copy does not keep it as a key.
+ * once it holds only plain JSON (isPlainJsonObject: toJson throws on a number that is not finite, and its copy
+ * does not keep a `__proto__` key as a key).
  */
 function struct(object: JsonObject): JsonObject {
-  checkJson(object);
-  return object;
-}
-
-function checkJson(value: JsonValue | undefined): void {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return;
-  if (typeof value === "number") {
-    if (!Number.isFinite(value)) fail();
-    return;
-  }
-  if (Array.isArray(value)) {
-    for (const item of value) checkJson(item);
-    return;
-  }
-  if (typeof value !== "object" || Object.getPrototypeOf(value) !== Object.prototype) fail();
-  for (const key in value) {
-    if (key === "__proto__") fail();
-    checkJson((value as JsonObject)[key]);
-  }
+  return isPlainJsonObject(object) ? object : fail();
 }
