@@ -1,8 +1,25 @@
+import { readFileSync } from "node:fs";
+
 // The server side of the orchestrator's control channel. Each server runs in
 // its own process, so CPU time and RSS read here belong to that server alone.
+
+/**
+ * CPU time of the JavaScript (main) thread in ms, from the scheduler's own count in nanoseconds
+ * (/proc/thread-self/schedstat, read on the main thread, which runs these handlers); undefined where Linux does
+ * not keep it. The rest of the process's CPU is its other threads: the libuv pool, V8's GC and compiler workers,
+ * and, in Parley, LevelDB's compaction thread (Node 20 names them all "node", so they are not told apart).
+ */
+function mainThreadMs() {
+  try {
+    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 export function serveControl(handlers) {
   const builtin = {
-    cpu: () => ({ usage: process.cpuUsage(), rss: process.memoryUsage.rss() }),
+    cpu: () => ({ usage: process.cpuUsage(), mainMs: mainThreadMs(), rss: process.memoryUsage.rss() }),
     gc: async () => {
       if (typeof globalThis.gc === "function") {
         // Several passes with pauses: weak callbacks and finalizers of one pass free more in the next.

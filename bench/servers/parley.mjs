@@ -2,7 +2,7 @@
 // h2c listener for gRPC and Connect, and, when the bridge package is built,
 // the JSON-RPC bridge in embedded mode on top of the in-process transport.
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
@@ -204,25 +204,6 @@ serveControl({
         read(/^parley_store_commits_total\{synced="true"\} (\d+)$/m) +
         read(/^parley_store_commits_total\{synced="false"\} (\d+)$/m),
     };
-  },
-  // CPU of the JavaScript (main) thread and of all other threads (LevelDB's compaction thread, the libuv pool that
-  // runs LevelDB's reads and writes, V8's GC and compiler workers: Node 20 names them all "node"), from /proc in
-  // clock ticks of 10 ms.
-  threadCpu() {
-    const ms = { main: 0, others: 0 };
-    for (const tid of readdirSync("/proc/self/task")) {
-      try {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
-        // utime and stime are fields 14 and 15 of stat: 12 and 13 after the ")" that ends the name.
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        const used = ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-        if (Number(tid) === process.pid) ms.main += used;
-        else ms.others += used;
-      } catch {
-        // The thread ended between the listing and the read.
-      }
-    }
-    return ms;
   },
   dbCpuMark: () => database?.meter.mark(),
   dbCpuRead: () => database?.meter.read() ?? 0,
