@@ -1,7 +1,6 @@
-import { readFileSync } from "node:fs";
-
 // The server side of the orchestrator's control channel. Each server runs in
 // its own process, so CPU time and RSS read here belong to that server alone.
+import { readFileSync } from "node:fs";
 
 /**
  * CPU time of the JavaScript (main) thread in ms, from the scheduler's own count in nanoseconds
