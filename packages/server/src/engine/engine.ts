@@ -434,17 +434,18 @@ export class Engine {
    * record's state field (the payload, history and artifacts, is not decoded). What SubscribeToTask checks
    * before it decides whether it needs the task itself; undefined when there is no such task.
    */
-  async taskState(tenant: string, taskId: string): Promise<TaskState | undefined> {
+  /** A task's state and context, without its history and artifacts. */
+  async taskHead(tenant: string, taskId: string): Promise<{ state: TaskState; contextId: string } | undefined> {
     const live = this.liveRun(tenant, taskId);
     if (live) {
       // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
       // subscriber sees its end in the event log even when the agent answers with a Message.
       this.reveal(live);
-      return live.task.status?.state ?? TaskState.UNSPECIFIED;
+      return { state: live.task.status?.state ?? TaskState.UNSPECIFIED, contextId: live.contextId };
     }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
     const record = await fromStore(this.store.getTask(tenant, taskId));
-    return record ? (record.state as TaskState) : undefined;
+    return record ? { state: record.state as TaskState, contextId: record.contextId } : undefined;
   }
 
   async getTask(tenant: string, taskId: string): Promise<Task | undefined> {

@@ -1,13 +1,5 @@
-import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import {
-  endsTurn,
-  isInterruptedState,
-  type StreamResponse,
-  StreamResponseSchema,
-  type Task,
-  TaskSchema,
-  TaskState,
-} from "@parley/proto";
+import { fromBinary } from "@bufbuild/protobuf";
+import { endsTurn, isInterruptedState, type StreamResponse, type Task, TaskSchema, TaskState } from "@parley/proto";
 import {
   type ContextLeases,
   type Fence,
@@ -20,8 +12,8 @@ import {
   type WriteOptions,
 } from "@parley/store";
 import type { Logger } from "pino";
+import { decodeLoggedEvent, encodeLoggedEvent } from "../engine/logged-events.js";
 import type { ReplicaCoordinator } from "../engine/replica-coordinator.js";
-import { encodeEvent } from "../engine/task-encoding.js";
 import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "../engine/task-model.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { contextBusy } from "../errors.js";
@@ -258,7 +250,10 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     if (!unread) this.catchUp(run, state);
     const batch = unread
       ? undefined
-      : [...state.queue.splice(0, state.queue.length), { seq, payload: encodeEvent(last), final: true }];
+      : [
+          ...state.queue.splice(0, state.queue.length),
+          { seq, payload: encodeLoggedEvent(last, run.taskId, run.contextId), final: true },
+        ];
     try {
       const written = await write(batch ? { fence: state.fence, events: batch } : { fence: state.fence });
       // Nothing more of this run goes to the log (its final event, published next, was written or passed over).
@@ -316,7 +311,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       // Logged already, with the run's final write; or a Message that ends a run nobody was shown: no one can
       // subscribe to its task, which is not kept.
       if (seq === state.loggedFinal || (!run.visible && event.payload.case === "message")) continue;
-      state.queue.push({ seq, payload: encodeEvent(event), final: endsRun(event) });
+      state.queue.push({ seq, payload: encodeLoggedEvent(event, run.taskId, run.contextId), final: endsRun(event) });
     }
   }
 
@@ -546,11 +541,11 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     const last = await this.options.events.lastSeq(tenant, task.id);
     const tail = last > 0 ? await this.options.events.read(tenant, task.id, last - 1, 1) : [];
     // A log that ended waiting for input goes on: the task's end is appended after that.
-    if (tail[0]?.final && !endsWaiting(tail[0])) return;
+    if (tail[0]?.final && !endsWaiting(tail[0], task)) return;
     await this.options.events.append(
       tenant,
       task.id,
-      [{ seq: last + 1, payload: toBinary(StreamResponseSchema, statusEvent(task)), final: true }],
+      [{ seq: last + 1, payload: encodeLoggedEvent(statusEvent(task), task.id, task.contextId), final: true }],
       fence,
     );
   }
@@ -645,6 +640,6 @@ export function leavesWaiting(event: StreamResponse): boolean {
 }
 
 /** A logged final event that left the task waiting for input: the task goes on after it. */
-function endsWaiting(event: TaskEvent): boolean {
-  return leavesWaiting(fromBinary(StreamResponseSchema, event.payload));
+function endsWaiting(event: TaskEvent, task: Task): boolean {
+  return leavesWaiting(decodeLoggedEvent(event.payload, task.id, task.contextId));
 }

@@ -1,4 +1,4 @@
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import {
   type AgentExtension,
@@ -7,11 +7,11 @@ import {
   headers,
   isTerminalState,
   type StreamResponse,
-  StreamResponseSchema,
   TaskState,
 } from "@parley/proto";
 import type { TaskEventLog } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
+import { decodeLoggedEvent } from "../engine/logged-events.js";
 import { createTypedError, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
 import { type LeaseCoordinator, leavesWaiting } from "./lease-coordinator.js";
 
@@ -65,12 +65,12 @@ export async function* subscribeFromLog(
 ): AsyncGenerator<StreamResponse> {
   const start = await startOf(resumable, engine, tenant, taskId, ctx);
   if (start === undefined) return;
-  const { after } = start;
+  const { after, contextId } = start;
   if (start.snapshot) yield start.snapshot;
   // A generator's locals live as long as it does: the task read above (its whole history and artifacts) must
   // not stay reachable while a slow client is followed, or every open stream holds one copy of it.
   start.snapshot = undefined;
-  yield* followAcrossTurns(resumable.events, tenant, taskId, after, ctx.signal);
+  yield* followAcrossTurns(resumable.events, tenant, taskId, contextId, after, ctx.signal);
 }
 
 /** Where a SubscribeToTask starts, and the snapshot it starts with; undefined when nothing is left to send. */
@@ -80,13 +80,14 @@ async function startOf(
   tenant: string,
   taskId: string,
   ctx: HandlerContext,
-): Promise<{ after: number; snapshot: StreamResponse | undefined } | undefined> {
+): Promise<{ after: number; contextId: string; snapshot: StreamResponse | undefined } | undefined> {
   const resumeAfter = resumePoint(ctx);
-  // Only the state is needed to decide; the task itself (its whole history and artifacts, megabytes for a long
+  // Only the state (and the context, which logged events leave out) is needed to decide; the task itself (its whole history and artifacts, megabytes for a long
   // reply) is read only when it is sent. 100 subscribers arriving together each read and decoded it, and the
   // log up to its end, and the process's RSS jumped by 2 GB of native memory that it never gave back.
-  const state = await engine.taskState(tenant, taskId);
-  if (state === undefined) throw taskNotFound(taskId);
+  const head = await engine.taskHead(tenant, taskId);
+  if (head === undefined) throw taskNotFound(taskId);
+  const { state, contextId } = head;
   if (resumeAfter === undefined) {
     requireSubscribable(taskId, state);
     // Where the latest run starts, from the log's head: no event is read.
@@ -98,10 +99,10 @@ async function startOf(
       // A task waiting for input has no running agent: its current state comes first, numbered as the
       // final event of the run it reflects, so the follow-up turn's events keep their own seqs.
       ctx.responseHeader.set(streamStartHeader, String(Math.max(0, latest.start - 1)));
-      return { after: latest.start, snapshot: { payload: { case: "task", value: task } } as StreamResponse };
+      return { after: latest.start, contextId, snapshot: { payload: { case: "task", value: task } } as StreamResponse };
     }
     ctx.responseHeader.set(streamStartHeader, String(latest.start));
-    return { after: latest.start, snapshot: undefined };
+    return { after: latest.start, contextId, snapshot: undefined };
   }
   ctx.responseHeader.set(streamStartHeader, String(resumeAfter));
   if (isTerminalState(state)) {
@@ -116,7 +117,7 @@ async function startOf(
     // Nothing after the end: the stream is complete.
     if (resumeAfter >= last) return undefined;
   }
-  return { after: resumeAfter, snapshot: undefined };
+  return { after: resumeAfter, contextId, snapshot: undefined };
 }
 
 /** The log's events after `after`, across runs: a run that ends waiting for input is followed by the next. */
@@ -124,6 +125,7 @@ async function* followAcrossTurns(
   events: TaskEventLog,
   tenant: string,
   taskId: string,
+  contextId: string,
   after: number,
   signal: AbortSignal,
 ): AsyncGenerator<StreamResponse> {
@@ -132,7 +134,7 @@ async function* followAcrossTurns(
     let waiting = false;
     for await (const logged of events.subscribe(tenant, taskId, next, signal)) {
       next = logged.seq;
-      const event = fromBinary(StreamResponseSchema, logged.payload);
+      const event = decodeLoggedEvent(logged.payload, taskId, contextId);
       waiting = logged.final && leavesWaiting(event);
       yield event;
     }
