@@ -430,11 +430,11 @@ export class Engine {
   }
 
   /**
-   * A task's state without copying or decoding the task: a live run's from memory, a stored task's from its
-   * record's state field (the payload, history and artifacts, is not decoded). What SubscribeToTask checks
-   * before it decides whether it needs the task itself; undefined when there is no such task.
+   * A task's state and context without copying or decoding the task: a live run's from memory, a stored task's
+   * from its record's fields (the payload, history and artifacts, is not decoded). What SubscribeToTask checks
+   * before it decides whether it needs the task itself, and the context its logged events leave out; undefined
+   * when there is no such task.
    */
-  /** A task's state and context, without its history and artifacts. */
   async taskHead(tenant: string, taskId: string): Promise<{ state: TaskState; contextId: string } | undefined> {
     const live = this.liveRun(tenant, taskId);
     if (live) {
