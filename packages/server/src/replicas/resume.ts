@@ -82,9 +82,10 @@ async function startOf(
   ctx: HandlerContext,
 ): Promise<{ after: number; contextId: string; snapshot: StreamResponse | undefined } | undefined> {
   const resumeAfter = resumePoint(ctx);
-  // Only the state (and the context, which logged events leave out) is needed to decide; the task itself (its whole history and artifacts, megabytes for a long
-  // reply) is read only when it is sent. 100 subscribers arriving together each read and decoded it, and the
-  // log up to its end, and the process's RSS jumped by 2 GB of native memory that it never gave back.
+  // Only the state is needed to decide (and the context, which logged events leave out); the task itself (its
+  // whole history and artifacts, megabytes for a long reply) is read only when it is sent. 100 subscribers
+  // arriving together each read and decoded it, and the log up to its end, and the process's RSS jumped by 2 GB
+  // of native memory that it never gave back.
   const head = await engine.taskHead(tenant, taskId);
   if (head === undefined) throw taskNotFound(taskId);
   const { state, contextId } = head;
