@@ -1,7 +1,7 @@
 // Parley's wire vocabulary: the header names, extension URIs, error domains and
 // reasons, and task-state predicates that the server, the bridge and the client
-// must agree on. Hand-written (everything else in this package is generated), so
-// that each name is spelled once and every package imports it from here.
+// must agree on. Hand-written, like field-layout.ts (the rest of this package is
+// generated), so that each name is spelled once and every package imports it from here.
 
 import { TaskState } from "./gen/lf/a2a/v1/a2a_pb.js";
 

@@ -5,6 +5,7 @@ import {
   type Message as A2AMessage,
   type Artifact,
   ArtifactSchema,
+  checkFieldLayouts,
   MessageSchema,
   type Part,
   PartSchema,
@@ -37,7 +38,7 @@ import { isPlainJsonObject } from "./plain-json.js";
  * proto that adds, renames or renumbers a field stops the bridge at its start (and every test), instead of
  * answering without it.
  */
-const layouts: readonly (readonly [DescMessage, string])[] = [
+checkFieldLayouts("turn-json", "jsonName", [
   [SendMessageResponseSchema, "task:1 message:2"],
   [StreamResponseSchema, "task:1 message:2 statusUpdate:3 artifactUpdate:4"],
   [TaskSchema, "id:1 contextId:2 status:3 artifacts:4 history:5 metadata:6"],
@@ -47,13 +48,7 @@ const layouts: readonly (readonly [DescMessage, string])[] = [
   [ArtifactSchema, "artifactId:1 name:2 description:3 parts:4 metadata:5 extensions:6"],
   [TaskStatusUpdateEventSchema, "taskId:1 contextId:2 status:3 metadata:4"],
   [TaskArtifactUpdateEventSchema, "taskId:1 contextId:2 artifact:3 append:4 lastChunk:5 metadata:6"],
-];
-for (const [schema, expected] of layouts) {
-  const actual = schema.fields.map((f) => `${f.jsonName}:${f.number}`).join(" ");
-  if (actual !== expected) {
-    throw new Error(`turn-json writes ${schema.typeName} as "${expected}", but its schema is "${actual}"`);
-  }
-}
+]);
 
 type Json = { [key: string]: JsonValue };
 

@@ -1,9 +1,10 @@
 // The binary encoding of the message shapes every turn writes (text parts, Struct metadata), by hand.
-import type { DescMessage, JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { TimestampSchema } from "@bufbuild/protobuf/wkt";
 import {
   type Artifact,
   ArtifactSchema,
+  checkFieldLayouts,
   type Message,
   MessageSchema,
   type Part,
@@ -31,7 +32,7 @@ import { structFieldSize, varintSize, writeStructField, writeVarint } from "./st
  * once at load: a proto that renumbers a field of these messages, or adds one the encoders would silently leave
  * out, stops the server at its start (and every test) instead of writing bytes that decode to something else.
  */
-const layouts: readonly (readonly [DescMessage, string])[] = [
+checkFieldLayouts("wire-encoding", "localName", [
   [MessageSchema, "messageId:1 contextId:2 taskId:3 role:4 parts:5 metadata:6 extensions:7 referenceTaskIds:8"],
   [PartSchema, "text:1 raw:2 url:3 data:4 metadata:5 filename:6 mediaType:7"],
   [ArtifactSchema, "artifactId:1 name:2 description:3 parts:4 metadata:5 extensions:6"],
@@ -40,13 +41,7 @@ const layouts: readonly (readonly [DescMessage, string])[] = [
   [TaskStatusUpdateEventSchema, "taskId:1 contextId:2 status:3 metadata:4"],
   [TaskArtifactUpdateEventSchema, "taskId:1 contextId:2 artifact:3 append:4 lastChunk:5 metadata:6"],
   [TimestampSchema, "seconds:1 nanos:2"],
-];
-for (const [schema, expected] of layouts) {
-  const actual = schema.fields.map((f) => `${f.localName}:${f.number}`).join(" ");
-  if (actual !== expected) {
-    throw new Error(`wire-encoding writes ${schema.typeName} as "${expected}", but its schema is "${actual}"`);
-  }
-}
+]);
 
 /** Bytes that are already encoded (a message's cached encoding) and go in as one length-delimited field. */
 type Encoded = Uint8Array;
