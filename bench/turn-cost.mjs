@@ -1,5 +1,5 @@
-// What one turn costs, counted rather than timed: LevelDB batches, records and bytes per send, and (under
-// callgrind) instructions per send, for N sequential sends in one process.
+// What one turn costs, counted rather than timed: LevelDB batches, records and bytes per send (in all and by table),
+// and (under callgrind) instructions per send, for N sequential sends in one process.
 //
 //   node bench/turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
 //                            [--path=bridge|inproc] [--stream] [--reuse] [--blocks=K] [--chunks=N]
@@ -33,6 +33,16 @@ const require = createRequire(join(root, "package.json"));
 const { ClassicLevel } = require("classic-level");
 
 const counts = { batches: 0, ops: 0, puts: 0, dels: 0, bytes: 0, reads: 0 };
+// Records and bytes per table: the letter after "parley:v1:" names it (packages/store/src/level/level-keys.ts).
+const byTable = {};
+const tableOf = (k) => (k.length > 10 ? String.fromCharCode(k[10]) : "?");
+const countTable = (op, bytes) => {
+  const table = tableOf(op.key);
+  byTable[table] ??= { puts: 0, dels: 0, bytes: 0 };
+  const t = byTable[table];
+  t[op.type === "put" ? "puts" : "dels"]++;
+  t.bytes += bytes;
+};
 let counting = false;
 const batch = ClassicLevel.prototype.batch;
 ClassicLevel.prototype.batch = function (ops, ...rest) {
@@ -43,9 +53,11 @@ ClassicLevel.prototype.batch = function (ops, ...rest) {
       if (op.type === "put") {
         counts.puts++;
         counts.bytes += op.key.length + op.value.length;
+        countTable(op, op.key.length + op.value.length);
       } else {
         counts.dels++;
         counts.bytes += op.key.length;
+        countTable(op, op.key.length);
       }
     }
   }
@@ -155,6 +167,12 @@ console.log(
     readsPerSend: per(counts.reads),
     cpuUsPerSend: ((cpu.user + cpu.system) / sends).toFixed(0),
     ...(blocks > 1 ? { cpuUsPerSendByBlock: growth } : {}),
+    // Per send, by table: "puts/dels bytes".
+    byTable: Object.fromEntries(
+      Object.entries(byTable)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([t, c]) => [t, `${per(c.puts)}/${per(c.dels)} ${per(c.bytes)}`]),
+    ),
   }),
 );
 await close();
