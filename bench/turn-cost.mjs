@@ -11,13 +11,9 @@
 // this process); inproc calls the A2A service through the in-process transport. --reuse sends every message to
 // one context. --chunks sets the echo agent's artifact chunks per task reply (PARLEY_ECHO_CHUNKS; default 8).
 // The counts cover the measured sends only (after --warm sends).
-import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import http from "node:http";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { loaderOf, parseFlags, postJsonRpc, startEmbeddedBridge } from "./lib/embedded.mjs";
+import { loaderOf, parseFlags, startSendingParley } from "./lib/embedded.mjs";
 
 const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
@@ -76,51 +72,7 @@ ClassicLevel.prototype.get = function (...a) {
   return get.apply(this, a);
 };
 
-const { createParley, loadConfig } = await load("packages/server/dist/index.js");
-const dataDir = mkdtempSync(join(tmpdir(), "parley-turn-cost-"));
-const config = loadConfig({
-  argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
-  env: {
-    PARLEY_RATE_LIMIT: "0",
-    PARLEY_ECHO_REPLY: reply,
-    PARLEY_ECHO_INPUT: "text",
-    ...(args.chunks ? { PARLEY_ECHO_CHUNKS: args.chunks } : {}),
-  },
-});
-const parley = await createParley(config);
-const { address } = await parley.listen();
-
-let send;
-let close = async () => {};
-const reused = randomUUID();
-const messageOf = () => ({
-  messageId: randomUUID(),
-  role: "ROLE_USER",
-  parts: [{ text: "x".repeat(100) }],
-  ...(reuse ? { contextId: reused } : {}),
-});
-if (path === "bridge") {
-  const { bridge, port } = await startEmbeddedBridge(load, parley, address);
-  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  send = () => postJsonRpc(agent, port, streaming ? "SendStreamingMessage" : "SendMessage", { message: messageOf() });
-  close = async () => {
-    agent.destroy();
-    await bridge.close?.();
-  };
-} else {
-  const { createClient } = require("@connectrpc/connect");
-  const { A2AService, SendMessageRequestSchema } = await load("proto/dist/index.js");
-  const { fromJson } = require("@bufbuild/protobuf");
-  const client = createClient(A2AService, parley.inProcessTransport());
-  send = async () => {
-    const request = fromJson(SendMessageRequestSchema, { message: messageOf() });
-    if (streaming) {
-      for await (const _ of client.sendStreamingMessage(request));
-    } else {
-      await client.sendMessage(request);
-    }
-  };
-}
+const { send, close } = await startSendingParley(load, { path, reply, streaming, reuse, chunks: args.chunks });
 
 // Under `valgrind --tool=callgrind --instr-atstart=no`, BENCH_TURN_COST_CALLGRIND=1 switches instrumentation on for the
 // measured sends only, so the instruction count is theirs (startup and warm-up run uninstrumented, and fast).
@@ -176,6 +128,4 @@ console.log(
   }),
 );
 await close();
-await parley.close();
-rmSync(dataDir, { recursive: true, force: true });
 process.exit(0);

@@ -1,6 +1,11 @@
-// What the single-process bench scripts (turn-cost, pg-turn-cost, held-streams) share: their flags, loading another
-// checkout's build (--root), an embedded bridge in front of a Parley in the same process, and one JSON-RPC POST.
+// What the single-process bench scripts (turn-cost, alloc-cost, pg-turn-cost, held-streams) share: their flags,
+// loading another checkout's build (--root), an embedded bridge in front of a Parley in the same process, one
+// JSON-RPC POST, and a Parley with one send function on either path.
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import http from "node:http";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -30,7 +35,7 @@ export function countFlag(tool, name, text, fallback, min = 1) {
 }
 
 /** Imports a built module of the checkout at `root` (its dist/), so two builds are measured by the same script. */
-export const loaderOf = (root) => (path) => import(pathToFileURL(join(root, path)).href);
+export const loaderOf = (root) => Object.assign((path) => import(pathToFileURL(join(root, path)).href), { root });
 
 /** The embedded bridge of `parley` on a free loopback port, as `npm start` runs it. */
 export async function startEmbeddedBridge(load, parley, grpcAddress) {
@@ -79,4 +84,69 @@ export function postJsonRpc(agent, port, method, params) {
     req.on("error", fail);
     req.end(body);
   });
+}
+
+/**
+ * A Parley on a temp LevelDB with the echo agent (`reply`: PARLEY_ECHO_REPLY, text input, `chunks`:
+ * PARLEY_ECHO_CHUNKS) and a `send` that makes one turn: a JSON-RPC POST to the embedded bridge over loopback
+ * (path "bridge", one keep-alive connection) or a call through the in-process transport ("inproc"); SendMessage, or
+ * SendStreamingMessage read to its end with `streaming`; each send to a new context, or all to one with `reuse`.
+ * `close` stops it all and removes the data.
+ */
+export async function startSendingParley(
+  load,
+  { path = "bridge", reply = "auto", streaming = false, reuse = false, chunks },
+) {
+  const { createParley, loadConfig } = await load("packages/server/dist/index.js");
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
+  const config = loadConfig({
+    argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+    env: {
+      PARLEY_RATE_LIMIT: "0",
+      PARLEY_ECHO_REPLY: reply,
+      PARLEY_ECHO_INPUT: "text",
+      ...(chunks ? { PARLEY_ECHO_CHUNKS: String(chunks) } : {}),
+    },
+  });
+  const parley = await createParley(config);
+  const { address } = await parley.listen();
+  const reused = randomUUID();
+  const messageOf = () => ({
+    messageId: randomUUID(),
+    role: "ROLE_USER",
+    parts: [{ text: "x".repeat(100) }],
+    ...(reuse ? { contextId: reused } : {}),
+  });
+  let send;
+  let stopPath = async () => {};
+  if (path === "bridge") {
+    const { bridge, port } = await startEmbeddedBridge(load, parley, address);
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    send = () => postJsonRpc(agent, port, streaming ? "SendStreamingMessage" : "SendMessage", { message: messageOf() });
+    stopPath = async () => {
+      agent.destroy();
+      await bridge.close?.();
+    };
+  } else {
+    // The checkout's own copies of connect and protobuf-es, as its server uses them.
+    const require = createRequire(join(load.root, "package.json"));
+    const { createClient } = require("@connectrpc/connect");
+    const { fromJson } = require("@bufbuild/protobuf");
+    const { A2AService, SendMessageRequestSchema } = await load("proto/dist/index.js");
+    const client = createClient(A2AService, parley.inProcessTransport());
+    send = async () => {
+      const request = fromJson(SendMessageRequestSchema, { message: messageOf() });
+      if (streaming) {
+        for await (const _ of client.sendStreamingMessage(request));
+      } else {
+        await client.sendMessage(request);
+      }
+    };
+  }
+  const close = async () => {
+    await stopPath();
+    await parley.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { parley, send, close };
 }
