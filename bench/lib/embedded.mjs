@@ -87,15 +87,16 @@ export function postJsonRpc(agent, port, method, params) {
 }
 
 /**
- * A Parley on a temp LevelDB with the echo agent (`reply`: PARLEY_ECHO_REPLY, text input, `chunks`:
- * PARLEY_ECHO_CHUNKS) and a `send` that makes one turn: a JSON-RPC POST to the embedded bridge over loopback
- * (path "bridge", one keep-alive connection) or a call through the in-process transport ("inproc"); SendMessage, or
- * SendStreamingMessage read to its end with `streaming`; each send to a new context, or all to one with `reuse`.
- * `close` stops it all and removes the data.
+ * A Parley on a temp data dir with the echo agent (`reply`: PARLEY_ECHO_REPLY, text input, `chunks`:
+ * PARLEY_ECHO_CHUNKS; `env` adds or overrides settings, PARLEY_STORE_URL among them) and a `send` that makes one
+ * turn: a JSON-RPC POST to the embedded bridge over loopback (path "bridge", on up to `sockets` keep-alive
+ * connections) or a call through the in-process transport ("inproc"); SendMessage, or SendStreamingMessage read to
+ * its end with `streaming`; each send to a new context, or all to one with `reuse`. `close` stops it all and
+ * removes the data dir.
  */
 export async function startSendingParley(
   load,
-  { path = "bridge", reply = "auto", streaming = false, reuse = false, chunks },
+  { path = "bridge", reply = "auto", streaming = false, reuse = false, chunks, env = {}, sockets = 1 },
 ) {
   const { createParley, loadConfig } = await load("packages/server/dist/index.js");
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
@@ -106,6 +107,7 @@ export async function startSendingParley(
       PARLEY_ECHO_REPLY: reply,
       PARLEY_ECHO_INPUT: "text",
       ...(chunks ? { PARLEY_ECHO_CHUNKS: String(chunks) } : {}),
+      ...env,
     },
   });
   const parley = await createParley(config);
@@ -121,7 +123,7 @@ export async function startSendingParley(
   let stopPath = async () => {};
   if (path === "bridge") {
     const { bridge, port } = await startEmbeddedBridge(load, parley, address);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const agent = new http.Agent({ keepAlive: true, maxSockets: sockets });
     send = () => postJsonRpc(agent, port, streaming ? "SendStreamingMessage" : "SendMessage", { message: messageOf() });
     stopPath = async () => {
       agent.destroy();

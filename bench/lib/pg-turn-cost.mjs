@@ -8,13 +8,9 @@
 // Under `valgrind --tool=callgrind --instr-atstart=no` with BENCH_TURN_COST_CALLGRIND=1 the "Collected" count over
 // --sends is the replica's instructions per send (the database runs outside valgrind). --root measures another
 // checkout's build with the same script. The counting wrapper lives here, never in shipped code.
-import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import http from "node:http";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { loaderOf, parseFlags, postJsonRpc, startEmbeddedBridge } from "./embedded.mjs";
+import { loaderOf, parseFlags, startSendingParley } from "./embedded.mjs";
 import { createBenchDatabase } from "./pg-database.mjs";
 
 const args = parseFlags(process.argv.slice(2));
@@ -64,34 +60,17 @@ const wire = () => {
 };
 
 const database = onPg ? await createBenchDatabase("parley_turn_cost", { synchronousCommit: "off" }) : undefined;
-const { createParley, loadConfig } = await load("packages/server/dist/index.js");
-const dataDir = mkdtempSync(join(tmpdir(), "parley-pg-turn-cost-"));
-const config = loadConfig({
-  argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+const { send, close } = await startSendingParley(load, {
+  reply,
+  reuse,
+  sockets: inflight,
   env: {
-    PARLEY_RATE_LIMIT: "0",
-    PARLEY_ECHO_REPLY: reply,
-    PARLEY_ECHO_INPUT: "text",
     ...(database ? { PARLEY_STORE_URL: database.url } : {}),
     // No sweep and no renewal among the counted statements: those are not the turn's.
     PARLEY_SWEEP_MS: "3600000",
     PARLEY_LEASE_TTL_MS: "3600000",
   },
 });
-const parley = await createParley(config);
-const { address } = await parley.listen();
-const { bridge, port } = await startEmbeddedBridge(load, parley, address);
-const agent = new http.Agent({ keepAlive: true, maxSockets: inflight });
-const reused = randomUUID();
-const send = () =>
-  postJsonRpc(agent, port, "SendMessage", {
-    message: {
-      messageId: randomUUID(),
-      role: "ROLE_USER",
-      parts: [{ text: "x".repeat(100) }],
-      ...(reuse ? { contextId: reused } : {}),
-    },
-  });
 const run = async (n) => {
   let next = 0;
   await Promise.all(
@@ -147,9 +126,6 @@ console.log(
     statements: Object.fromEntries([...byName].map(([k, v]) => [k, per(v)])),
   }),
 );
-agent.destroy();
-await bridge.close?.();
-await parley.close();
+await close();
 await database?.drop();
-rmSync(dataDir, { recursive: true, force: true });
 process.exit(0);
