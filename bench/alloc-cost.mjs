@@ -13,7 +13,7 @@
 import { Session } from "node:inspector/promises";
 import { relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { countFlag, loaderOf, parseFlags, startSendingParley } from "./lib/embedded.mjs";
+import { countFlag, loaderOf, parseFlags, pathFlag, startSendingParley } from "./lib/embedded.mjs";
 
 const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
@@ -21,16 +21,14 @@ const sends = countFlag("alloc-cost", "sends", args.sends, 2_000);
 const warm = countFlag("alloc-cost", "warm", args.warm, 3_000);
 const interval = countFlag("alloc-cost", "interval", args.interval, 256);
 const top = countFlag("alloc-cost", "top", args.top, 25);
-const path = args.path ?? "bridge";
-if (path !== "bridge" && path !== "inproc") {
-  process.stderr.write(`alloc-cost: --path must be bridge or inproc, got ${JSON.stringify(path)}\n`);
-  process.exit(2);
-}
+const path = pathFlag("alloc-cost", args.path);
+const reply = args.reply ?? "auto";
+const streaming = args.stream === "true";
 
 const { send, close } = await startSendingParley(loaderOf(root), {
   path,
-  reply: args.reply ?? "auto",
-  streaming: args.stream === "true",
+  reply,
+  streaming,
   reuse: args.reuse === "true",
   chunks: args.chunks,
 });
@@ -81,8 +79,8 @@ console.log(
     {
       root,
       path,
-      reply: args.reply ?? "auto",
-      streaming: args.stream === "true",
+      reply,
+      streaming,
       sends,
       bytesPerSend: Math.round(total / sends),
       byFile: perSend(byFile),

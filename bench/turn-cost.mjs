@@ -13,14 +13,14 @@
 // The counts cover the measured sends only (after --warm sends).
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
-import { loaderOf, parseFlags, startSendingParley } from "./lib/embedded.mjs";
+import { loaderOf, parseFlags, pathFlag, startSendingParley } from "./lib/embedded.mjs";
 
 const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
 const sends = Number(args.sends ?? 2000);
 const warm = Number(args.warm ?? 200);
 const reply = args.reply ?? "auto";
-const path = args.path ?? "bridge";
+const path = pathFlag("turn-cost", args.path);
 const streaming = args.stream === "true";
 const reuse = args.reuse === "true";
 

@@ -34,6 +34,16 @@ export function countFlag(tool, name, text, fallback, min = 1) {
   return value;
 }
 
+/**
+ * The `--path` flag of the scripts that send through startSendingParley: "bridge" (the default) or "inproc";
+ * anything else stops the run (exit 2) with a line that names `tool`.
+ */
+export function pathFlag(tool, text) {
+  if (text === undefined || text === "bridge" || text === "inproc") return text ?? "bridge";
+  process.stderr.write(`${tool}: --path must be bridge or inproc, got ${JSON.stringify(text)}\n`);
+  process.exit(2);
+}
+
 /** Imports a built module of the checkout at `root` (its dist/), so two builds are measured by the same script. */
 export const loaderOf = (root) => Object.assign((path) => import(pathToFileURL(join(root, path)).href), { root });
 
