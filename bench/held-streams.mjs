@@ -11,12 +11,11 @@
 //
 // The server runs in this process; the clients run in a child process, so their memory is not counted.
 import { fork } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
-import { loaderOf, parseFlags } from "./lib/embedded.mjs";
+import { loaderOf, parseFlags, startBenchParley } from "./lib/embedded.mjs";
 import { openSseStreams } from "./lib/held-sse.mjs";
 
 const args = parseFlags(process.argv.slice(2));
@@ -42,21 +41,12 @@ if (args.client === "true") {
   });
 } else {
   const load = loaderOf(root);
-  const { createParley, loadConfig } = await load("packages/server/dist/index.js");
   const { createBridge, createBridgeLogger } = await load("apps/bridge/dist/index.js");
-  const dataDir = mkdtempSync(join(tmpdir(), "parley-held-"));
-  const config = loadConfig({
-    argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
-    env: {
-      PARLEY_RATE_LIMIT: "0",
-      PARLEY_ECHO_REPLY: "auto",
-      PARLEY_ECHO_INPUT: "text",
-      PARLEY_ECHO_DELAY_MS: String(delay),
-      ...(args.chunks !== undefined ? { PARLEY_ECHO_CHUNKS: String(args.chunks) } : {}),
-    },
+  const { parley, address, close } = await startBenchParley(load, {
+    PARLEY_ECHO_REPLY: "auto",
+    PARLEY_ECHO_DELAY_MS: String(delay),
+    ...(args.chunks !== undefined ? { PARLEY_ECHO_CHUNKS: String(args.chunks) } : {}),
   });
-  const parley = await createParley(config);
-  const { address } = await parley.listen();
   const bridge = await createBridge({
     upstream: parley.inProcessTransport(),
     cards: parley,
@@ -132,8 +122,7 @@ if (args.client === "true") {
   if (baseSnap && openSnap) printRetained(baseSnap, openSnap, count);
   client.kill();
   await bridge.close();
-  await parley.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  await close();
   process.exit(0);
 }
 

@@ -97,6 +97,27 @@ export function postJsonRpc(agent, port, method, params) {
 }
 
 /**
+ * A Parley listening on loopback (gRPC on a free port) with a temp data dir (its LevelDB, unless `env` names a
+ * PARLEY_STORE_URL), the echo agent on text input and no rate limit; `env` sets the rest (PARLEY_ECHO_REPLY, ...).
+ * `close` stops it and removes the data dir.
+ */
+export async function startBenchParley(load, env) {
+  const { createParley, loadConfig } = await load("packages/server/dist/index.js");
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
+  const config = loadConfig({
+    argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
+    env: { PARLEY_RATE_LIMIT: "0", PARLEY_ECHO_INPUT: "text", ...env },
+  });
+  const parley = await createParley(config);
+  const { address } = await parley.listen();
+  const close = async () => {
+    await parley.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+  return { parley, address, close };
+}
+
+/**
  * A Parley on a temp data dir with the echo agent (`reply`: PARLEY_ECHO_REPLY, text input, `chunks`:
  * PARLEY_ECHO_CHUNKS; `env` adds or overrides settings, PARLEY_STORE_URL among them) and a `send` that makes one
  * turn: a JSON-RPC POST to the embedded bridge over loopback (path "bridge", on up to `sockets` keep-alive
@@ -108,20 +129,15 @@ export async function startSendingParley(
   load,
   { path = "bridge", reply = "auto", streaming = false, reuse = false, chunks, env = {}, sockets = 1 },
 ) {
-  const { createParley, loadConfig } = await load("packages/server/dist/index.js");
-  const dataDir = mkdtempSync(join(tmpdir(), "parley-bench-"));
-  const config = loadConfig({
-    argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "warn"],
-    env: {
-      PARLEY_RATE_LIMIT: "0",
-      PARLEY_ECHO_REPLY: reply,
-      PARLEY_ECHO_INPUT: "text",
-      ...(chunks ? { PARLEY_ECHO_CHUNKS: String(chunks) } : {}),
-      ...env,
-    },
+  const {
+    parley,
+    address,
+    close: closeParley,
+  } = await startBenchParley(load, {
+    PARLEY_ECHO_REPLY: reply,
+    ...(chunks ? { PARLEY_ECHO_CHUNKS: String(chunks) } : {}),
+    ...env,
   });
-  const parley = await createParley(config);
-  const { address } = await parley.listen();
   const reused = randomUUID();
   const messageOf = () => ({
     messageId: randomUUID(),
@@ -157,8 +173,7 @@ export async function startSendingParley(
   }
   const close = async () => {
     await stopPath();
-    await parley.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await closeParley();
   };
   return { parley, send, close };
 }
