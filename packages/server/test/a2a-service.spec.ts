@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorInfoSchema, type StreamResponse, type Task, TaskState } from "@parley/proto";
+import { ErrorInfoSchema, type Role, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
 import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
@@ -143,6 +143,23 @@ describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (p
     expect(ConnectError.from(kindless).rawMessage).toMatch(
       /message\.parts\[0\]\.data\[0\] is a google\.protobuf\.Value with no kind set/,
     );
+    // Role is an open enum: a number that is neither user nor agent is refused, not stored and echoed back.
+    const roleContext = `role-${crypto.randomUUID()}`;
+    const unknownRole = await server
+      .a2a(protocol)
+      .sendMessage({
+        message: {
+          messageId: crypto.randomUUID(),
+          contextId: roleContext,
+          // Not a member of Role: what a binary or ProtoJSON caller can still send.
+          role: 7 as Role,
+          parts: [{ content: { case: "text", value: "who am I" } }],
+        },
+      })
+      .catch((e) => e);
+    expect(ConnectError.from(unknownRole).code).toBe(Code.InvalidArgument);
+    expect(ConnectError.from(unknownRole).rawMessage).toMatch(/message\.role 7 is not a role/);
+    expect(await server.parley.store.getThread({ tenant: "default", contextId: roleContext })).toBeUndefined();
     await expect(server.a2a(protocol).getExtendedAgentCard({})).rejects.toSatisfy(
       (e) => reasonOf(e) === "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
     );
