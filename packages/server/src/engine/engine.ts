@@ -263,6 +263,11 @@ export class Engine {
       this.runListener,
     );
     run.visible = existing !== undefined || handedOver;
+    // A new task's first record: its ids, state and time while nobody can be shown it, and also where one process
+    // owns the store (LevelDB): a reader of the running task (GetTask, SubscribeToTask, a push config) is answered
+    // from the run, a listing writes it first (revealRunning), and crash recovery rebuilds it from the thread. A
+    // streamed turn so writes its task once, at its end, instead of twice with the listing entries moved between.
+    run.storedHidden = existing === undefined && (!run.visible || this.coordinator.ownsUnfinishedTasks);
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
     // The previous run of this context has published its end but may still be making it durable
@@ -286,7 +291,7 @@ export class Engine {
         // A new task's id was minted above, so the store need not look for an earlier record of it.
         existing
           ? taskRecord(caller.tenant, task)
-          : taskRecord(caller.tenant, task, run.visible ? { created: true } : { created: true, hidden: true }),
+          : taskRecord(caller.tenant, task, run.storedHidden ? { created: true, hidden: true } : { created: true }),
         this.coordinator.writeOptions(run),
       );
     } catch (error) {
@@ -410,15 +415,19 @@ export class Engine {
   }
 
   /**
-   * Makes the hidden running tasks of a tenant (of one context, when given)
+   * Makes the running tasks of a tenant (of one context, when given) that
+   * the store holds only as turn-in-flight records (TaskRun.storedHidden)
    * visible, their records written before this resolves: a listing that
    * follows finds them, as it finds every other running task.
    */
   async revealRunning(tenant: string, contextId?: string): Promise<void> {
     const writes: Promise<void>[] = [];
     for (const run of this.runs.values()) {
-      if (run.visible || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) continue;
+      if (!run.storedHidden || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) {
+        continue;
+      }
       this.reveal(run);
+      run.storedHidden = false;
       const written = this.store.putTask(taskRecord(tenant, run.task), this.coordinator.writeOptions(run));
       writes.push(
         written.catch((error: unknown) => {

@@ -35,6 +35,13 @@ export class TaskRun implements TaskEventSource {
    */
   visible = true;
   /**
+   * Whether the store holds only the run's turn-in-flight record (TaskRecord.hidden), not its task: a hidden run's
+   * task, and on a store one process owns (ReplicaCoordinator.ownsUnfinishedTasks) a new task handed to its caller
+   * too, since there every reader of a running task asks this process, which answers from the run. A listing
+   * writes the task first (Engine.revealRunning); the run's outcome writes it in any case.
+   */
+  storedHidden = false;
+  /**
    * Made when the agent first asks for its signal: an AbortController and its signal cost several
    * microseconds per turn (Node 20), and most agents never look at it. abort() fires it when it exists.
    */

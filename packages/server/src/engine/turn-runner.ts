@@ -205,7 +205,10 @@ async function persistOutcome(
 ): Promise<void> {
   // A turn that ends as a task hands its caller the task: from now on it is visible. Not ReplicaCoordinator.shown:
   // nobody followed the run while it ran, so a coordinator may leave out of the log what nobody will read.
-  if (!hidden) run.visible = true;
+  if (!hidden) {
+    run.visible = true;
+    run.storedHidden = false;
+  }
   const record = taskRecord(run.tenant, run.task, hidden ? { hidden } : undefined);
   if (!last) return writeOutcome(ctx, run, reply, record, ctx.coordinator.writeOptions(run));
   return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, fenced));
