@@ -2,7 +2,7 @@
 // The `parley` CLI: global options and the commands (one file each under commands/) wired into commander.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Command, CommanderError, Option } from "commander";
-import { parleyProtocols } from "./client.js";
+import { httpVersions, parleyProtocols } from "./client.js";
 import { CommandContext, type GlobalOptions, type RunCommand } from "./commands/command-context.js";
 import { registerConverseCommand } from "./commands/converse.js";
 import { registerTenantTransferCommands } from "./commands/export-all.js";
@@ -18,6 +18,12 @@ function buildProgram(run: RunCommand): Command {
     .option("--server <url>", "Parley server URL (default: config, PARLEY_SERVER, http://127.0.0.1:8081)")
     .addOption(
       new Option("--protocol <protocol>", "wire protocol to the server and URL targets").choices(parleyProtocols),
+    )
+    .addOption(
+      new Option(
+        "--http-version <version>",
+        "HTTP version of Connect and gRPC-Web: 2 (h2c, the server's port; default: config, 2) or 1.1 (also the bridge's port, e.g. http://127.0.0.1:8080); gRPC is always HTTP/2",
+      ).choices(httpVersions),
     )
     .option("--token <token>", "bearer token for the server (default: config, PARLEY_TOKEN)")
     .option("--config <file>", "client config (default: PARLEY_CLIENT_CONFIG, ~/.config/parley/config.json)")

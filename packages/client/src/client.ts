@@ -1,17 +1,18 @@
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { A2AService, SessionService, TargetService, ThreadService, headers as wire } from "@parley/proto";
 import { type ChainSource, createChainInterceptor } from "./chain-interceptor.js";
+import { SafeHttp2SessionManager } from "./http2-session-manager.js";
 
 /** The wire protocols a Parley server speaks on its h2c port. */
 export type ParleyProtocol = "connect" | "grpc" | "grpc-web";
 
 export const parleyProtocols: readonly ParleyProtocol[] = ["connect", "grpc", "grpc-web"];
+
+/** HTTP versions for Connect and gRPC-Web: "2" (h2c on the server's port), "1.1" (also the bridge's port). */
+export type HttpVersion = "1.1" | "2";
+
+export const httpVersions: readonly HttpVersion[] = ["1.1", "2"];
 
 /** The A2A protocol version this client speaks (lf.a2a.v1). */
 export const a2aVersion = "1.0";
@@ -26,7 +27,7 @@ export interface ParleyClientOptions {
   /** One of the server's hosted agents (sent as the parley-agent header); the server's default agent when absent. */
   readonly agent?: string;
   /** connect and grpc-web only; gRPC is always HTTP/2. Defaults to "2". */
-  readonly httpVersion?: "1.1" | "2";
+  readonly httpVersion?: HttpVersion;
   /** Extra headers on every request. */
   readonly headers?: Readonly<Record<string, string>>;
   readonly interceptors?: readonly Interceptor[];
@@ -62,7 +63,8 @@ function createHeaderInterceptor(headers: Readonly<Record<string, string>>): Int
   };
 }
 
-function checkBaseUrl(baseUrl: string): URL {
+/** The URL as a server base URL, or an error saying what is wrong with it. */
+export function checkBaseUrl(baseUrl: string): URL {
   let url: URL;
   try {
     url = new URL(baseUrl);
@@ -92,7 +94,7 @@ export function createParleyClient(options: ParleyClientOptions): ParleyClient {
   const httpVersion = options.httpVersion ?? "2";
   // An owned session manager is what lets close() end the HTTP/2 session right away
   // instead of waiting for connect-node's 15-minute idle timeout.
-  const sessionManager = protocol === "grpc" || httpVersion === "2" ? new Http2SessionManager(baseUrl) : undefined;
+  const sessionManager = protocol === "grpc" || httpVersion === "2" ? new SafeHttp2SessionManager(baseUrl) : undefined;
   const common = { baseUrl, interceptors, defaultTimeoutMs: options.defaultTimeoutMs };
   let transport: Transport;
   if (protocol === "grpc") {

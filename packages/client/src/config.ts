@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { type ParleyProtocol, parleyProtocols } from "./client.js";
+import { type HttpVersion, httpVersions, type ParleyProtocol, parleyProtocols } from "./client.js";
 
 /** How a peer is spoken to: A2A JSON-RPC (e.g. through a bridge) or one of Parley's own protocols. */
 export type PeerProtocol = "jsonrpc" | ParleyProtocol;
@@ -20,6 +20,8 @@ export interface ClientConfig {
   readonly path: string | undefined;
   readonly server: string;
   readonly protocol: ParleyProtocol;
+  /** Of every Connect and gRPC-Web client (the server, URL targets, peers); gRPC is always HTTP/2. */
+  readonly httpVersion: HttpVersion;
   readonly token: string | undefined;
   readonly peers: Readonly<Record<string, PeerEntry>>;
 }
@@ -31,7 +33,7 @@ export interface LoadClientConfigOptions {
   readonly path?: string;
   readonly env?: NodeJS.ProcessEnv;
   /** Flags that win over the environment and the file. */
-  readonly overrides?: { server?: string; protocol?: string; token?: string };
+  readonly overrides?: { server?: string; protocol?: string; httpVersion?: string; token?: string };
 }
 
 /** ~/.config/parley/config.json, honouring XDG_CONFIG_HOME. */
@@ -121,15 +123,30 @@ export function loadClientConfig(options: LoadClientConfigOptions = {}): ClientC
   const file = path;
   const server =
     options.overrides?.server ?? (env.PARLEY_SERVER || optionalString(file, "server", raw.server) || defaultServer);
-  const protocol = options.overrides?.protocol ?? optionalString(file, "protocol", raw.protocol) ?? "connect";
+  const protocol = checkProtocol(
+    options.overrides?.protocol ? "--protocol" : `${file}: protocol`,
+    options.overrides?.protocol ?? optionalString(file, "protocol", raw.protocol) ?? "connect",
+    parleyProtocols,
+  );
+  const httpVersionWhere = options.overrides?.httpVersion ? "--http-version" : `${file}: httpVersion`;
+  const httpVersion =
+    options.overrides?.httpVersion ?? optionalString(file, "httpVersion", raw.httpVersion) ?? ("2" as const);
+  if (!(httpVersions as readonly string[]).includes(httpVersion)) {
+    throw new ConfigError(
+      `${httpVersionWhere}: unknown HTTP version ${JSON.stringify(httpVersion)}; expected one of ${httpVersions.join(", ")}`,
+    );
+  }
+  // Said at once rather than quietly using HTTP/2 for the server, which the caller asked not to.
+  if (httpVersion === "1.1" && protocol === "grpc") {
+    throw new ConfigError(
+      `${httpVersionWhere} 1.1 needs protocol connect or grpc-web (--protocol): gRPC runs only over HTTP/2`,
+    );
+  }
   return {
     path: found ? path : undefined,
     server,
-    protocol: checkProtocol(
-      options.overrides?.protocol ? "--protocol" : `${file}: protocol`,
-      protocol,
-      parleyProtocols,
-    ),
+    protocol,
+    httpVersion: httpVersion as HttpVersion,
     token: options.overrides?.token ?? (env.PARLEY_TOKEN || optionalString(file, "token", raw.token)),
     peers: parsePeers(file, raw.peers),
   };

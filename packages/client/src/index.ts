@@ -2,6 +2,8 @@ export { type ChainHandOut, type ChainSource, createChainInterceptor } from "./c
 export {
   a2aVersion,
   createParleyClient,
+  type HttpVersion,
+  httpVersions,
   type ParleyClient,
   type ParleyClientOptions,
   type ParleyProtocol,

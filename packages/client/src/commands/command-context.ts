@@ -1,10 +1,12 @@
-import { createParleyClient, type ParleyClient, type ParleyProtocol } from "../client.js";
+import { createParleyClient, type HttpVersion, type ParleyClient, type ParleyProtocol } from "../client.js";
 import { type ClientConfig, loadClientConfig } from "../config.js";
+import { createConnectionErrorInterceptor } from "./connection-errors.js";
 
 /** The CLI's global options, as commander parsed them. */
 export interface GlobalOptions {
   server?: string;
   protocol?: ParleyProtocol;
+  httpVersion?: HttpVersion;
   token?: string;
   config?: string;
 }
@@ -22,18 +24,29 @@ export class CommandContext {
   constructor(options: GlobalOptions) {
     this.config = loadClientConfig({
       path: options.config,
-      overrides: { server: options.server, protocol: options.protocol, token: options.token },
+      overrides: {
+        server: options.server,
+        protocol: options.protocol,
+        httpVersion: options.httpVersion,
+        token: options.token,
+      },
     });
     this.explicitProtocol = options.protocol;
   }
 
   /** A client for the configured server, or for another URL (whose token is then only the one given). */
   client(options: { baseUrl?: string; protocol?: ParleyProtocol; token?: string; agent?: string } = {}): ParleyClient {
+    const baseUrl = options.baseUrl ?? this.config.server;
+    const protocol = options.protocol ?? this.config.protocol;
+    // gRPC has no HTTP/1.1 form; --http-version is about Connect and gRPC-Web.
+    const httpVersion = protocol === "grpc" ? "2" : this.config.httpVersion;
     const client = createParleyClient({
-      baseUrl: options.baseUrl ?? this.config.server,
-      protocol: options.protocol ?? this.config.protocol,
+      baseUrl,
+      protocol,
+      httpVersion,
       token: options.baseUrl ? options.token : (options.token ?? this.config.token),
       agent: options.agent,
+      interceptors: [createConnectionErrorInterceptor({ baseUrl, protocol })],
     });
     this.clients.push(client);
     return client;
