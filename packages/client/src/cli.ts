@@ -11,6 +11,7 @@ import { registerSendCommand } from "./commands/send.js";
 import { registerThreadsCommand } from "./commands/threads.js";
 import { registerThreadTransferCommands } from "./commands/threads-transfer.js";
 import { ExitCode, exitCodeOf } from "./errors.js";
+import { terminalText } from "./terminal-text.js";
 
 function buildProgram(run: RunCommand): Command {
   const program = new Command("parley")
@@ -56,7 +57,8 @@ async function main(argv: string[]): Promise<number> {
       exitCode = exitCodeOf(error);
       const message = error instanceof ConnectError ? error.rawMessage : (error as Error).message;
       const code = error instanceof ConnectError ? ` (${Code[error.code]})` : "";
-      process.stderr.write(`parley: ${message}${code}\n`);
+      // Error texts echo ids and server words; --json gets them exact.
+      process.stderr.write(`parley: ${terminalText(message)}${code}\n`);
       if (json) jsonLine({ type: "error", exitCode, message });
     } finally {
       context?.close();

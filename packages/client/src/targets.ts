@@ -3,6 +3,7 @@ import { TargetKind } from "@parley/proto";
 import type { ParleyClient, ParleyProtocol } from "./client.js";
 import type { ClientConfig, PeerProtocol } from "./config.js";
 import { UsageError } from "./errors.js";
+import { terminalId, terminalText } from "./terminal-text.js";
 
 /** The prefix of server-generated contextIds: such a reference is always a thread. */
 export const threadPrefix = "ctx-";
@@ -67,9 +68,11 @@ export class TargetNotFoundError extends Error {
   }
 }
 
+/** One line per target, for a terminal: refs are thread ids and server-side names, anyone's choice. */
 export function formatKnownTargets(known: readonly KnownTarget[]): string[] {
-  const width = Math.max(0, ...known.map((k) => k.ref.length));
-  return known.map((k) => `${k.ref.padEnd(width)}  ${k.kind.padEnd(6)}  ${k.description}`);
+  const refs = known.map((k) => terminalId(k.ref));
+  const width = Math.max(0, ...refs.map((ref) => ref.length));
+  return known.map((k, i) => `${refs[i]!.padEnd(width)}  ${k.kind.padEnd(6)}  ${terminalText(k.description)}`);
 }
 
 const urlSchemes: Readonly<Record<string, { base: string; protocol?: ParleyProtocol }>> = {

@@ -3,6 +3,7 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { type ImportThreadResponse, type ThreadRecord, ThreadRecordSchema } from "@parley/proto";
 import type { ParleyClient } from "./client.js";
+import { terminalId } from "./terminal-text.js";
 import { recordLine } from "./thread-file.js";
 
 /** The default request budget: half the server's default limits.maxMessageBytes (1 MiB), for the framing. */
@@ -88,5 +89,5 @@ export async function importThreadRecords(
 }
 
 export function totalsText(t: ImportTotals): string {
-  return `imported into ${t.contextId}: ${t.addedMessages} messages added, ${t.skippedMessages} already there; ${t.addedTasks} tasks added, ${t.skippedTasks} already there\n`;
+  return `imported into ${terminalId(t.contextId)}: ${t.addedMessages} messages added, ${t.skippedMessages} already there; ${t.addedTasks} tasks added, ${t.skippedTasks} already there\n`;
 }

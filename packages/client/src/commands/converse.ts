@@ -11,6 +11,7 @@ import {
 import { type Command, InvalidArgumentError } from "commander";
 import type { ParleyClient } from "../client.js";
 import { ExitCode, UsageError } from "../errors.js";
+import { terminalId, terminalText } from "../terminal-text.js";
 import type { RunCommand } from "./command-context.js";
 
 /** A SessionRef in the CLI's SESSION syntax: agent[/contextId], a2a:peer[/contextId] or a2a:URL[#contextId]. */
@@ -56,13 +57,13 @@ export function formatConverseEvent(event: ConverseEvent): string {
   const label = event.phase === Phase.PING_PONG ? `turn ${event.turn}/${event.maxTurns}` : phaseLabels[event.phase];
   switch (event.phase) {
     case Phase.ACCEPTED:
-      return `[${label}] ${event.conversationId}: ${event.detail}`;
+      return `[${label}] ${terminalId(event.conversationId)}: ${terminalText(event.detail)}`;
     case Phase.DONE: {
-      const announced = event.announcedText !== "" ? `\n  announced: ${event.announcedText}` : "";
-      return `[${label}] ${StopReason[event.stopReason]}: ${event.detail}${announced}`;
+      const announced = event.announcedText !== "" ? `\n  announced: ${terminalText(event.announcedText)}` : "";
+      return `[${label}] ${StopReason[event.stopReason]}: ${terminalText(event.detail)}${announced}`;
     }
     default: {
-      const said = event.silent ? "(silent)" : event.text === "" ? "(empty)" : event.text;
+      const said = event.silent ? "(silent)" : event.text === "" ? "(empty)" : terminalText(event.text);
       return `[${label}] ${speakerNames[event.speaker] ?? "?"}: ${said}`;
     }
   }
@@ -101,7 +102,7 @@ export async function runConverse(client: ParleyClient, text: string, options: C
     );
   }
   if (options.detach && last && !options.json) {
-    process.stderr.write(`parley: the conversation runs on; its id is ${last.conversationId}\n`);
+    process.stderr.write(`parley: the conversation runs on; its id is ${terminalId(last.conversationId)}\n`);
   }
   return last?.phase === Phase.DONE && failures.has(last.stopReason) ? ExitCode.remote : ExitCode.ok;
 }

@@ -2,6 +2,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Command, InvalidArgumentError } from "commander";
 import { UsageError } from "../errors.js";
+import { terminalText } from "../terminal-text.js";
 import { jsonLine } from "./output.js";
 
 /** The paging flags as commander parsed them. */
@@ -74,7 +75,7 @@ export async function printPages<T>(
   }
   if (token !== "") {
     if (options.json) jsonLine({ nextPageToken: token });
-    else process.stdout.write(`next page token: ${token}\n`);
+    else process.stdout.write(`next page token: ${terminalText(token)}\n`);
   }
   return { printed, nextPageToken: token };
 }

@@ -5,6 +5,7 @@ import { type ConversationBackend, createConversation, taskStateName } from "../
 import { ExitCode, UsageError } from "../errors.js";
 import { createJsonRpcA2AClient } from "../json-rpc-client.js";
 import { formatKnownTargets, listTargets, peerPrefix, type ResolvedTarget, resolveTarget } from "../targets.js";
+import { terminalId, terminalText } from "../terminal-text.js";
 import type { CommandContext, RunCommand } from "./command-context.js";
 import { exitCodeHelp, jsonLine } from "./output.js";
 
@@ -26,7 +27,7 @@ function startSpinner(label: string): () => void {
   if (!process.stderr.isTTY) return () => {};
   const frames = ["|", "/", "-", "\\"];
   let i = 0;
-  const timer = setInterval(() => process.stderr.write(`\r${frames[i++ % frames.length]} ${label}`), 100);
+  const timer = setInterval(() => process.stderr.write(`\r${frames[i++ % frames.length]} ${terminalText(label)}`), 100);
   let stopped = false;
   return () => {
     if (stopped) return;
@@ -59,7 +60,7 @@ async function runList(context: CommandContext, json: boolean): Promise<number> 
   else if (listing.targets.length === 0) process.stdout.write("no targets: no peers configured and no live threads\n");
   else process.stdout.write(`${formatKnownTargets(listing.targets).join("\n")}\n`);
   if (listing.problem) {
-    process.stderr.write(`parley: the server's agents and threads are missing: ${listing.problem}\n`);
+    process.stderr.write(`parley: the server's agents and threads are missing: ${terminalText(listing.problem)}\n`);
     return ExitCode.remote;
   }
   return ExitCode.ok;
@@ -97,7 +98,7 @@ async function runSend(context: CommandContext, textArg: string | undefined, opt
       if (event.type === "delta") {
         stopSpinner();
         if (json) jsonLine({ type: "delta", text: event.text });
-        else process.stdout.write(event.text);
+        else process.stdout.write(terminalText(event.text));
         endsWithNewline = event.text.endsWith("\n");
       } else if (event.type === "status") {
         if (json) jsonLine({ type: "status", state: taskStateName(event.state), text: event.text });
@@ -117,7 +118,7 @@ async function runSend(context: CommandContext, textArg: string | undefined, opt
           if (!endsWithNewline) process.stdout.write("\n");
           if (process.stderr.isTTY) {
             const needsInput = state === TaskState.INPUT_REQUIRED ? "the agent needs input; " : "";
-            process.stderr.write(`parley: ${needsInput}continue with --context ${event.task.contextId}\n`);
+            process.stderr.write(`parley: ${needsInput}continue with --context ${terminalId(event.task.contextId)}\n`);
           }
         }
       }

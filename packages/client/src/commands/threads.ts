@@ -3,6 +3,7 @@ import { Provenance, Role, ThreadSchema } from "@parley/proto";
 import type { Command } from "commander";
 import { createConversation, partsText } from "../conversation.js";
 import { ExitCode } from "../errors.js";
+import { terminalId, terminalText } from "../terminal-text.js";
 import type { RunCommand } from "./command-context.js";
 import { exitCodeHelp, jsonLine } from "./output.js";
 import { addPagingOptions, type PagingOptions, printPages } from "./paging.js";
@@ -43,7 +44,7 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
             if (options.json) jsonLine(toJson(ThreadSchema, t));
             else {
               const updated = t.updateTime ? new Date(Number(t.updateTime.seconds) * 1000).toISOString() : "";
-              process.stdout.write(`${t.contextId}  ${t.messageCount} messages  ${updated}\n`);
+              process.stdout.write(`${terminalId(t.contextId)}  ${t.messageCount} messages  ${updated}\n`);
             }
           },
         );
@@ -81,7 +82,10 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
             // An imported message's origin is the operator's word (a legacy log), so it is labelled as such.
             const imported = m.provenance === Provenance.IMPORTED;
             if (options.json) jsonLine({ sequence: Number(m.sequence), role, text, ...(imported ? { imported } : {}) });
-            else process.stdout.write(`[${m.sequence}] ${role}${imported ? " (imported)" : ""}: ${text}\n`);
+            else {
+              const label = `[${m.sequence}] ${role}${imported ? " (imported)" : ""}`;
+              process.stdout.write(`${label}: ${terminalText(text)}\n`);
+            }
           },
         );
         return ExitCode.ok;
@@ -98,10 +102,10 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
       run(async (context) => {
         const response = await context.client().threads.deleteThread({ contextId });
         if (!response.deleted) {
-          process.stderr.write(`parley: no thread ${contextId} for this tenant\n`);
+          process.stderr.write(`parley: no thread ${terminalId(contextId)} for this tenant\n`);
           return ExitCode.notFound;
         }
-        process.stdout.write(`deleted ${contextId} (${response.deletedMessageCount} messages)\n`);
+        process.stdout.write(`deleted ${terminalId(contextId)} (${response.deletedMessageCount} messages)\n`);
         return ExitCode.ok;
       }),
     );

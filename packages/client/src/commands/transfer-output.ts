@@ -3,6 +3,7 @@
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ExitCode } from "../errors.js";
+import { terminalText } from "../terminal-text.js";
 import { ThreadFileError } from "../thread-file.js";
 import type { ImportTotals } from "../thread-transfer.js";
 import { totalsText } from "../thread-transfer.js";
@@ -45,7 +46,7 @@ export async function reportImport(json: boolean | undefined, work: () => Promis
     results = await work();
   } catch (error) {
     if (error instanceof ConnectError && error.code === Code.FailedPrecondition) {
-      process.stderr.write(`parley: ${error.rawMessage} (${Code[error.code]})\n`);
+      process.stderr.write(`parley: ${terminalText(error.rawMessage)} (${Code[error.code]})\n`);
       if (json) jsonLine({ type: "error", exitCode: ExitCode.busy, message: error.rawMessage });
       return ExitCode.busy;
     }
