@@ -63,18 +63,17 @@ function createHeaderInterceptor(headers: Readonly<Record<string, string>>): Int
   };
 }
 
-/** The URL as a server base URL, or an error saying what is wrong with it. */
-export function checkBaseUrl(baseUrl: string): URL {
-  let url: URL;
-  try {
-    url = new URL(baseUrl);
-  } catch {
-    throw new Error(`invalid Parley server URL ${JSON.stringify(baseUrl)}: expected e.g. http://127.0.0.1:8081`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Error(`invalid Parley server URL ${JSON.stringify(baseUrl)}: the scheme must be http or https`);
-  }
-  return url;
+/** What is wrong with a base URL, or undefined when it is an http(s) URL. */
+export function baseUrlProblem(baseUrl: string): string | undefined {
+  if (!URL.canParse(baseUrl)) return "expected e.g. http://127.0.0.1:8081";
+  const { protocol } = new URL(baseUrl);
+  return protocol === "http:" || protocol === "https:" ? undefined : "the scheme must be http or https";
+}
+
+function checkBaseUrl(baseUrl: string): URL {
+  const problem = baseUrlProblem(baseUrl);
+  if (problem) throw new Error(`invalid Parley server URL ${JSON.stringify(baseUrl)}: ${problem}`);
+  return new URL(baseUrl);
 }
 
 export function createParleyClient(options: ParleyClientOptions): ParleyClient {

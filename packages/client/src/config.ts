@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { type HttpVersion, httpVersions, type ParleyProtocol, parleyProtocols } from "./client.js";
+import { baseUrlProblem, type HttpVersion, httpVersions, type ParleyProtocol, parleyProtocols } from "./client.js";
 
 /** How a peer is spoken to: A2A JSON-RPC (e.g. through a bridge) or one of Parley's own protocols. */
 export type PeerProtocol = "jsonrpc" | ParleyProtocol;
@@ -65,6 +65,13 @@ export function checkProtocol<T extends string>(where: string, value: string, al
   return value as T;
 }
 
+/** A URL the CLI will connect to, checked when the config is read: a bad one is a usage error, not the server's. */
+function checkUrl(where: string, url: string): string {
+  const problem = baseUrlProblem(url);
+  if (problem) throw new ConfigError(`${where}: invalid URL ${JSON.stringify(url)}: ${problem}`);
+  return url;
+}
+
 function parsePeers(file: string, value: unknown): Record<string, PeerEntry> {
   if (value === undefined) return {};
   if (!isRecord(value)) throw new ConfigError(`${file}: "peers" must be an object of name -> { url, protocol }`);
@@ -81,9 +88,10 @@ function parsePeers(file: string, value: unknown): Record<string, PeerEntry> {
     const url = optionalString(file, `${where}.url`, raw.url);
     if (!url) throw new ConfigError(`${file}: ${where}.url is missing`);
     const protocol = optionalString(file, `${where}.protocol`, raw.protocol) ?? "jsonrpc";
+    const checkedProtocol = checkProtocol(`${file}: ${where}.protocol`, protocol, peerProtocols);
     peers[name] = {
-      url,
-      protocol: checkProtocol(`${file}: ${where}.protocol`, protocol, peerProtocols),
+      url: checkUrl(`${file}: ${where}.url`, url),
+      protocol: checkedProtocol,
       token: optionalString(file, `${where}.token`, raw.token),
       description: optionalString(file, `${where}.description`, raw.description),
     };
@@ -123,6 +131,8 @@ export function loadClientConfig(options: LoadClientConfigOptions = {}): ClientC
   const file = path;
   const server =
     options.overrides?.server ?? (env.PARLEY_SERVER || optionalString(file, "server", raw.server) || defaultServer);
+  const serverWhere =
+    options.overrides?.server !== undefined ? "--server" : env.PARLEY_SERVER ? "PARLEY_SERVER" : `${file}: server`;
   const protocol = checkProtocol(
     options.overrides?.protocol ? "--protocol" : `${file}: protocol`,
     options.overrides?.protocol ?? optionalString(file, "protocol", raw.protocol) ?? "connect",
@@ -144,7 +154,7 @@ export function loadClientConfig(options: LoadClientConfigOptions = {}): ClientC
   }
   return {
     path: found ? path : undefined,
-    server,
+    server: checkUrl(serverWhere, server),
     protocol,
     httpVersion: httpVersion as HttpVersion,
     token: options.overrides?.token ?? (env.PARLEY_TOKEN || optionalString(file, "token", raw.token)),

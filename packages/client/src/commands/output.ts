@@ -3,7 +3,8 @@ export const exitCodeHelp = `
 Exit codes:
   0  ok
   1  remote or agent error (server unreachable or not speaking the protocol, failed task, ...)
-  2  usage error (bad flags or arguments, bad config file, ambiguous target)
+  2  usage error (bad flags or arguments: a bad server URL, an empty contextId, an unreadable FILE;
+     bad config file, ambiguous target)
   3  target, peer or thread not found
   4  busy or conflict (another task is running in that thread)`;
 

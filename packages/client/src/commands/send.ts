@@ -7,6 +7,7 @@ import { createJsonRpcA2AClient } from "../json-rpc-client.js";
 import { formatKnownTargets, listTargets, peerPrefix, type ResolvedTarget, resolveTarget } from "../targets.js";
 import { terminalId, terminalText } from "../terminal-text.js";
 import type { CommandContext, RunCommand } from "./command-context.js";
+import { parseContextId } from "./context-id-argument.js";
 import { exitCodeHelp, jsonLine } from "./output.js";
 
 interface SendOptions {
@@ -139,7 +140,7 @@ export function registerSendCommand(program: Command, run: RunCommand): Command 
       "--to <target>",
       "a name, a2a:PEER (client config first, then the server's peers), agent:NAME, ctx-ID or thread:ID (any live thread), http(s)://URL (JSON-RPC) or grpc://HOST:PORT; a bare name that matches more than one is refused; default: the server's default agent",
     )
-    .option("--context <id>", "continue (or start) the thread with this contextId")
+    .option("--context <id>", "continue (or start) the thread with this contextId", parseContextId)
     .option("--json", "print JSON lines (delta, status, done) instead of text")
     .option("--list", "list the known targets: configured peers, the server's agents and peers, live threads")
     .addHelpText("after", exitCodeHelp)

@@ -5,6 +5,7 @@ import { legacyRecords } from "../legacy-log.js";
 import { parseThreadFile } from "../thread-file.js";
 import { defaultBatchBytes, exportThreadLines, importThreadRecords } from "../thread-transfer.js";
 import type { RunCommand } from "./command-context.js";
+import { parseContextId } from "./context-id-argument.js";
 import { exitCodeHelp } from "./output.js";
 import { inFile, readImportFile, reportImport, writeExport } from "./transfer-output.js";
 
@@ -26,7 +27,7 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
   threads
     .command("export")
     .description("Write a thread, losslessly, as a parley.thread JSONL file")
-    .argument("<contextId>", "the thread's contextId")
+    .argument("<contextId>", "the thread's contextId", parseContextId)
     .option("--out <file>", "write to this file (whole or not at all) instead of stdout")
     .addHelpText("after", formatHelp + exitCodeHelp)
     .exitOverride()
@@ -41,7 +42,7 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
     .command("import")
     .description("Import a parley.thread file (idempotent: what the thread already holds is skipped)")
     .argument("<file>", "a file written by parley threads export")
-    .option("--context <id>", "import into this contextId instead of the one in the header")
+    .option("--context <id>", "import into this contextId instead of the one in the header", parseContextId)
     .option("--append", "add the file's messages after the thread's own when it holds other messages")
     .option("--batch-bytes <n>", `largest request in bytes (default ${defaultBatchBytes})`, parseBatchBytes)
     .option("--json", "print the totals as one JSON object")
@@ -64,7 +65,11 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
     .command("import-legacy")
     .description("Import a plain JSONL chat log ({role, content, timestamp?} per line) into a thread you name")
     .argument("<file>", "the log file")
-    .requiredOption("--context <id>", "the contextId the log belongs to (never taken from the file name)")
+    .requiredOption(
+      "--context <id>",
+      "the contextId the log belongs to (never taken from the file name)",
+      parseContextId,
+    )
     .option("--append", "add the log's messages after the thread's own when it holds other messages")
     .option("--json", "print the totals as one JSON object")
     .addHelpText(

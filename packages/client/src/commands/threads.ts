@@ -5,6 +5,7 @@ import { createConversation, partsText } from "../conversation.js";
 import { ExitCode } from "../errors.js";
 import { terminalId, terminalText } from "../terminal-text.js";
 import type { RunCommand } from "./command-context.js";
+import { parseContextId } from "./context-id-argument.js";
 import { exitCodeHelp, jsonLine } from "./output.js";
 import { addPagingOptions, type PagingOptions, printPages } from "./paging.js";
 
@@ -57,7 +58,7 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
     threads
       .command("show")
       .description("Show a thread's messages, newest first unless --oldest-first, 50 unless --limit or --all")
-      .argument("<contextId>", "the thread's contextId")
+      .argument("<contextId>", "the thread's contextId", parseContextId)
       .option("--oldest-first", "oldest message first (a --page-token must come from the same order)"),
     "messages",
     50,
@@ -95,7 +96,7 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
   threads
     .command("delete")
     .description("Delete a thread and all its messages")
-    .argument("<contextId>", "the thread's contextId")
+    .argument("<contextId>", "the thread's contextId", parseContextId)
     .addHelpText("after", exitCodeHelp)
     .exitOverride()
     .action((contextId: string) =>

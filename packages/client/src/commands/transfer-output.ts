@@ -2,7 +2,7 @@
 // of a refused import.
 import { readFileSync, renameSync, writeFileSync } from "node:fs";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ExitCode } from "../errors.js";
+import { ExitCode, UsageError } from "../errors.js";
 import { terminalText } from "../terminal-text.js";
 import { ThreadFileError } from "../thread-file.js";
 import type { ImportTotals } from "../thread-transfer.js";
@@ -22,7 +22,12 @@ export function writeExport(out: string | undefined, lines: readonly string[]): 
 
 /** The text of a file to import; its name goes into every line-numbered error. */
 export function readImportFile(file: string): string {
-  return readFileSync(file, "utf8");
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    // A FILE argument that cannot be read is the command line's mistake, like an unreadable --config.
+    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+  }
 }
 
 /** Prefixes a file error with the file name (`FILE:LINE: reason`). */
