@@ -345,7 +345,42 @@ describe("agent cards", () => {
     const card = (await res.json()) as Record<string, unknown>;
     expect(card).toMatchObject({ protocolVersion: "0.3.0", url, preferredTransport: "JSONRPC" });
   });
+
+  it("lists only the JSON-RPC URL in every 0.3 card, and gRPC beside it in every 1.0 card", async () => {
+    for (const path of ["", "agents/echo/", "agents/slow/"]) {
+      const jsonRpcUrl = `${url}${path}`;
+      for (const card of await v03CardsOf(jsonRpcUrl)) {
+        expect(card).toMatchObject({ url: jsonRpcUrl, preferredTransport: "JSONRPC" });
+        expect(card.additionalInterfaces).toEqual([{ url: jsonRpcUrl, transport: "JSONRPC" }]);
+      }
+      const v1Card = (await (await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).json()) as Record<
+        string,
+        unknown
+      >;
+      expect(v1Card.supportedInterfaces).toEqual([
+        { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
+        { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+        { url: stack.grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0" },
+      ]);
+    }
+  });
 });
+
+/**
+ * The 0.3 card of the agent at `jsonRpcUrl`, asked for by header and by query. A 0.3 card names no protocol
+ * version per interface, so it may list only what 0.3 clients can call: the h2c port's gRPC is A2A 1.0's
+ * `lf.a2a.v1.A2AService`, and a 0.3 gRPC client calls 0.3's `a2a.v1.A2AService` (UNIMPLEMENTED there).
+ */
+async function v03CardsOf(jsonRpcUrl: string): Promise<Record<string, unknown>[]> {
+  const cardUrl = `${jsonRpcUrl}.well-known/agent-card.json`;
+  const responses = await Promise.all([
+    fetch(cardUrl, { headers: { "A2A-Version": "0.3" } }),
+    fetch(`${cardUrl}?A2A-Version=0.3`),
+  ]);
+  const cards = (await Promise.all(responses.map((r) => r.json()))) as Record<string, unknown>[];
+  for (const card of cards) expect(card.protocolVersion).toBe("0.3.0");
+  return cards;
+}
 
 describe("authentication and remote mode", () => {
   let secured: TestStack;
@@ -384,5 +419,54 @@ describe("authentication and remote mode", () => {
     expect(task.artifacts[0]?.parts.map((p) => p.text).join("")).toBe("over the wire");
     const card = await fetch(`${remoteBridge.url}.well-known/agent-card.json`);
     expect(card.status).toBe(200);
+  });
+
+  it("lists only the JSON-RPC URL in the 0.3 cards of a remote-mode bridge, which knows the gRPC address", async () => {
+    for (const jsonRpcUrl of [remoteBridge.url, `${remoteBridge.url}agents/echo/`]) {
+      for (const card of await v03CardsOf(jsonRpcUrl)) {
+        expect(card).toMatchObject({ url: jsonRpcUrl, preferredTransport: "JSONRPC" });
+        expect(card.additionalInterfaces).toEqual([{ url: jsonRpcUrl, transport: "JSONRPC" }]);
+      }
+      const v1Card = (await (await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).json()) as Record<
+        string,
+        unknown
+      >;
+      expect(v1Card.supportedInterfaces).toContainEqual({
+        url: secured.grpcAddress,
+        protocolBinding: "GRPC",
+        protocolVersion: "1.0",
+      });
+    }
+  });
+});
+
+describe("the 0.3 extended agent card", () => {
+  let extended: TestStack;
+
+  beforeAll(async () => {
+    extended = await startStack({
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true, requiredExtensions: [] },
+    });
+  });
+
+  afterAll(async () => {
+    await extended?.close();
+  });
+
+  it("agent/getAuthenticatedExtendedCard lists only the JSON-RPC URL; GetExtendedAgentCard (1.0) lists gRPC too", async () => {
+    const jsonRpcUrl = extended.bridge.url;
+    // The server learns the advertised endpoints from the first card it builds for the bridge.
+    expect((await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).status).toBe(200);
+    const v03 = await postRaw(jsonRpcUrl, rpc("agent/getAuthenticatedExtendedCard"), { "A2A-Version": "0.3" });
+    expect(v03.json.result).toMatchObject({ protocolVersion: "0.3.0", url: jsonRpcUrl, preferredTransport: "JSONRPC" });
+    expect((v03.json.result as { additionalInterfaces: unknown }).additionalInterfaces).toEqual([
+      { url: jsonRpcUrl, transport: "JSONRPC" },
+    ]);
+    const v1 = await postRaw(jsonRpcUrl, rpc("GetExtendedAgentCard", {}), { "A2A-Version": "1.0" });
+    expect((v1.json.result as { supportedInterfaces: unknown }).supportedInterfaces).toContainEqual({
+      url: extended.grpcAddress,
+      protocolBinding: "GRPC",
+      protocolVersion: "1.0",
+    });
   });
 });

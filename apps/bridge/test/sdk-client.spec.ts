@@ -18,6 +18,7 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
+import { GrpcTransportFactory } from "@a2a-js/sdk/client/grpc";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { collect, postRaw, rpc, startStack, type TestStack } from "./harness.js";
 
@@ -173,6 +174,33 @@ describe("A2A 0.3 through the SDK's legacy-compat client", () => {
 
   it("speaks 0.3", () => {
     expect(legacy.protocolVersion).toBe("0.3");
+  });
+
+  it("a 0.3 client that prefers gRPC is left JSON-RPC by the 0.3 card, and its sends work", async () => {
+    // The h2c port serves A2A 1.0's lf.a2a.v1.A2AService only; this client would call 0.3's a2a.v1.A2AService.
+    const posted: string[] = [];
+    const recordingFetch: typeof fetch = async (input, init) => {
+      if (typeof init?.body === "string") posted.push(JSON.parse(init.body).method);
+      return fetch(input, init);
+    };
+    const factory = new ClientFactory(
+      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+        transports: [
+          new GrpcTransportFactory({ legacyCompat: { enabled: true } }),
+          new JsonRpcTransportFactory({ legacyCompat: { enabled: true }, fetchImpl: recordingFetch }),
+        ],
+        preferredTransports: ["GRPC"],
+        cardResolver: new DefaultAgentCardResolver({ legacyCompat: { enabled: true } }),
+      }),
+    );
+    for (const base of [stack.bridge.url, `${stack.bridge.url}agents/echo/`]) {
+      const grpcFirst = await factory.createFromUrl(base, ".well-known/agent-card.json?A2A-Version=0.3");
+      expect(grpcFirst.protocolVersion).toBe("0.3");
+      const task = asTask(await grpcFirst.sendMessage(userMessage("gRPC preferred")));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(textOf(task)).toBe("gRPC preferred");
+    }
+    expect(posted).toEqual(["message/send", "message/send"]);
   });
 
   it("message/send: a blocking send answered with the completed task", async () => {

@@ -1,6 +1,12 @@
 /** The 1.0 agent card in the shape A2A 0.3 clients parse. */
 import { type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
-import { type AgentCard, OAuthFlowsSchema, type SecurityRequirement, type SecurityScheme } from "@parley/proto";
+import {
+  type AgentCard,
+  type AgentInterface,
+  OAuthFlowsSchema,
+  type SecurityRequirement,
+  type SecurityScheme,
+} from "@parley/proto";
 import { withOptional } from "./to-v03.js";
 
 function securitySchemeToV03(s: SecurityScheme): JsonObject {
@@ -39,18 +45,25 @@ function securityToV03(requirements: SecurityRequirement[]): JsonValue {
   return requirements.map((r) => Object.fromEntries(Object.entries(r.schemes).map(([k, v]) => [k, v.list])));
 }
 
+/** Whether an interface of the 1.0 card is declared for A2A 0.3 ("0.3", "0.3.0", ...). */
+function speaks03(i: AgentInterface): boolean {
+  return i.protocolVersion === "0.3" || i.protocolVersion.startsWith("0.3.");
+}
+
 /**
- * The 0.3 card: one primary `url` (the 0.3 JSON-RPC endpoint) and the other
- * interfaces as `additionalInterfaces`, as 0.3 clients expect.
+ * The 0.3 card: one primary `url` (the 0.3 JSON-RPC endpoint) and the
+ * interfaces as `additionalInterfaces`, as 0.3 clients expect. A 0.3 card
+ * names no version per interface, so a 0.3 client takes every interface it
+ * lists for 0.3: only those the 1.0 card declares for 0.3 are listed. The
+ * gRPC interface is 1.0's `lf.a2a.v1.A2AService`; a 0.3 gRPC client calls
+ * `a2a.v1.A2AService`, which the h2c port does not serve.
  */
 export function agentCardToV03(card: AgentCard): JsonObject {
-  const jsonRpc =
-    card.supportedInterfaces.find((i) => i.protocolBinding === "JSONRPC" && i.protocolVersion.startsWith("0.3")) ??
-    card.supportedInterfaces.find((i) => i.protocolBinding === "JSONRPC") ??
-    card.supportedInterfaces[0];
+  const v03 = card.supportedInterfaces.filter(speaks03);
+  const jsonRpc = v03.find((i) => i.protocolBinding === "JSONRPC") ?? v03[0];
   const seen = new Set<string>();
   const additionalInterfaces: JsonObject[] = [];
-  for (const i of card.supportedInterfaces) {
+  for (const i of v03) {
     const key = `${i.protocolBinding} ${i.url}`;
     if (seen.has(key)) continue;
     seen.add(key);
