@@ -36,7 +36,11 @@ export function createCardHandler(options: CardHandlerOptions): CardHandler {
       );
       return;
     }
-    if (!(await checkAgent(agent, res))) return;
+    const unknown = await checkAgent(agent);
+    if (unknown) {
+      sendJson(res, 404, { error: unknown.message, agents: unknown.known });
+      return;
+    }
     let card: AgentCard;
     try {
       card = await cards.agentCard({ jsonRpcUrl: jsonRpcUrlOf(agent), grpcAddress: options.grpcAddress, agent });

@@ -4,7 +4,7 @@ import { isMessage, type Message } from "@bufbuild/protobuf";
 import { ConnectError, type Transport } from "@connectrpc/connect";
 import { parleyErrorDomain, SendMessageRequestSchema, headers as wire } from "@parley/proto";
 import { noteRequest } from "@parley/server";
-import type { AgentCheck } from "./card-source.js";
+import type { AgentCheck, UnknownAgent } from "./card-source.js";
 import { contentTypeError } from "./content-type.js";
 import { sendJson } from "./http-response.js";
 import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
@@ -100,7 +100,6 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       );
       return;
     }
-    if (!(await checkAgent(agent, res))) return;
     const upstreamAbort = spareControllers.pop() ?? new AbortController();
     let reusable = true;
     res.on("close", () => {
@@ -111,11 +110,18 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
     let id: JsonRpcId = null;
     let method = "";
     try {
+      // A URL that names no hosted agent is wrong whatever the request holds, so this comes first.
+      const unknown = await checkAgent(agent);
+      if (unknown) {
+        // The body is only read for the id, which JSON-RPC asks to answer with.
+        id = salvageIdOf(() => readBody(req, limits.maxBodyBytes), limits.maxJsonDepth);
+        throw unknownAgentError(unknown);
+      }
       const wrongType = contentTypeError(headerValue(req, "content-type"));
       const body = readBody(req, limits.maxBodyBytes);
       if (wrongType) {
-        // Refused before any other check; the body is only read for the id, which JSON-RPC asks to answer with.
-        id = salvageIdOf(body, limits.maxJsonDepth);
+        // Refused before any other check of the request; the body is only read for the id, as above.
+        id = salvageIdOf(() => body, limits.maxJsonDepth);
         throw wrongType;
       }
       const parsed = parseJsonBody(body, limits.maxJsonDepth);
@@ -162,11 +168,25 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
   };
 }
 
-/** The id of a body that may not be JSON at all: null unless it parses. */
-function salvageIdOf(body: Buffer, maxDepth: number): JsonRpcId {
+/** The id of a body that may not be JSON at all, or too long: null unless it reads and parses. */
+function salvageIdOf(read: () => Buffer, maxDepth: number): JsonRpcId {
   try {
-    return salvageId(parseJsonBody(body, maxDepth));
+    return salvageId(parseJsonBody(read(), maxDepth));
   } catch {
     return null;
   }
+}
+
+/**
+ * The refusal of a JSON-RPC URL that names no hosted agent: HTTP 404 with
+ * -32602, the code the bridge gives gRPC's NOT_FOUND without an A2A reason,
+ * which is what the server answers an unknown `parley-agent` with (so the
+ * mistake gets the same code when a remote-mode bridge could not list the
+ * agents and the upstream refuses it). -32001 would say a task is unknown.
+ */
+function unknownAgentError(unknown: UnknownAgent): JsonRpcError {
+  return new JsonRpcError(JsonRpcCode.InvalidParams, unknown.message, {
+    httpStatus: 404,
+    data: { agent: unknown.agent, agents: unknown.known },
+  });
 }

@@ -313,7 +313,7 @@ export function generate(rng: Rng, index: number): Generated {
     default: {
       if (rng.chance(0.5)) {
         return {
-          ...json("odd-path", envelope(id, method, params)),
+          ...json("odd-path", envelope(id, method, params), { expectId: id }),
           path: rng.pick([
             "/nope",
             "/agents/nope/",

@@ -98,9 +98,15 @@ export function judge(req: Generated, outcome: RawOutcome): { code: string } | {
         ? { code: "http-400" }
         : { problem: `HTTP 400 to a well-framed request: ${text.slice(0, 200)}` };
     case 404: {
+      if (req.category !== "odd-path") return { problem: `404 ${text.slice(0, 200)}` };
       const body = parsed() as { error?: unknown } | undefined;
-      return req.category === "odd-path" && typeof body?.error === "string" && body.error !== ""
-        ? { code: "http-404" }
+      // A path the bridge does not serve: plain JSON naming the paths it does.
+      if (typeof body?.error === "string" && body.error !== "") return { code: "http-404" };
+      // The JSON-RPC URL of an agent that is not hosted: a JSON-RPC error (with the request's id) naming the known ones.
+      const verdict = checkRpcObject(body, req);
+      if ("problem" in verdict) return { problem: `404: ${verdict.problem}` };
+      return verdict.code === String(JsonRpcCode.InvalidParams) && text.includes("known agents: ")
+        ? { code: "http-404-rpc" }
         : { problem: `404 ${text.slice(0, 200)}` };
     }
     case 405: {

@@ -212,10 +212,45 @@ describe("malformed requests get the right JSON-RPC errors", () => {
     expect(res.headers.get("allow")).toBe("POST");
   });
 
-  it("answers an unknown agent with 404 naming the known ones", async () => {
-    const res = await postRaw(`${url}agents/nobody/`, rpc("GetTask", { id: "x" }), v1);
+  it("answers a JSON-RPC request to an unknown agent with 404 and a JSON-RPC error naming the known ones", async () => {
+    const res = await postRaw(`${url}agents/nobody/`, rpc("GetTask", { id: "x" }, 7), v1);
     expect(res.status).toBe(404);
-    expect(String(res.json.error)).toContain("echo, slow");
+    expect(res.json).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: {
+        code: -32602,
+        message: 'no agent named "nobody"; known agents: echo, slow',
+        data: { agent: "nobody", agents: ["echo", "slow"] },
+      },
+    });
+    // Whatever else is wrong with the request: the URL is checked first, and the id is kept when it reads.
+    const cases: Array<{ path: string; body: string; headers: Record<string, string>; id: unknown }> = [
+      { path: "agents/no%20body/", body: rpc("tasks/get", { id: "x" }, "req-1"), headers: {}, id: "req-1" },
+      { path: "agents/nobody/", body: '{"jsonrpc":"2.0","id":', headers: v1, id: null },
+      { path: "agents/nobody/", body: rpc("NoSuchMethod", {}, 8), headers: v1, id: 8 },
+      {
+        path: "agents/nobody/",
+        body: rpc("GetTask", { id: "x" }, 9),
+        headers: { ...v1, "content-type": "text/plain" },
+        id: 9,
+      },
+    ];
+    for (const c of cases) {
+      const refused = await postRaw(`${url}${c.path}`, c.body, c.headers);
+      expect(refused.status, c.path).toBe(404);
+      expect(refused.json).toMatchObject({ jsonrpc: "2.0", id: c.id, error: { code: -32602 } });
+      expect((refused.json.error as { message: string }).message).toMatch(
+        /^no agent named "no ?body"; known agents: echo, slow$/,
+      );
+    }
+    // A card lookup is plain HTTP, like the bridge's other non-JSON-RPC answers: its 404 stays plain JSON.
+    const card = await fetch(`${url}agents/nobody/.well-known/agent-card.json`);
+    expect(card.status).toBe(404);
+    expect(await card.json()).toEqual({
+      error: 'no agent named "nobody"; known agents: echo, slow',
+      agents: ["echo", "slow"],
+    });
   });
 
   it("reports a busy context as -32050 naming the running task", async () => {

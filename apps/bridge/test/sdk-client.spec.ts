@@ -12,6 +12,7 @@ import {
   TaskState,
 } from "@a2a-js/sdk";
 import {
+  AgentCardResolver,
   type Client,
   ClientFactory,
   ClientFactoryOptions,
@@ -138,6 +139,21 @@ describe("A2A 1.0 through the official SDK client", () => {
   it("turns typed server errors into the SDK's typed errors", async () => {
     await expect(client.getTask(GetTaskRequest.fromJSON({ id: "no-such-task" }))).rejects.toMatchObject({
       name: expect.stringMatching(/TaskNotFound/),
+    });
+  });
+
+  it("gets a JSON-RPC error, not an HTTP one, from an agent URL that names no hosted agent", async () => {
+    // A card whose interfaces point at /agents/nope/: what a client holds when an agent was renamed or removed.
+    const card = await AgentCardResolver.default.resolve(stack.bridge.url);
+    const nope = `${stack.bridge.url}agents/nope/`;
+    const stale = await new ClientFactory().createFromAgentCard({
+      ...card,
+      supportedInterfaces: card.supportedInterfaces.map((i) => ({ ...i, url: nope })),
+    });
+    await expect(stale.getTask(GetTaskRequest.fromJSON({ id: "x" }))).rejects.toMatchObject({
+      envelopeCode: -32602,
+      message: 'no agent named "nope"; known agents: echo, slow',
+      data: { agent: "nope", agents: ["echo", "slow"] },
     });
   });
 });
