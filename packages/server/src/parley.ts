@@ -210,14 +210,24 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   if (coordinator.ownsUnfinishedTasks) await engine.recover();
 
   const names = agents.map((a) => a.name);
-  let advertised: AdvertisedEndpoints = {};
+  // What the bridge advertised in the public cards, so an extended card (GetExtendedAgentCard names no endpoints)
+  // lists the same: the h2c address is the server's, a JSON-RPC URL is one agent's own (`/agents/<name>/`).
+  let advertisedGrpc: string | undefined;
+  const advertisedJsonRpc = new Map<string, string>();
   const agentCard = (opts: AdvertisedEndpoints & { readonly agent?: string } = {}, extended = false): AgentCard => {
     const name = opts.agent ?? names[0]!;
     const agent = agentsByName.get(name);
     if (!agent)
       throw new ConnectError(`no agent named ${JSON.stringify(name)}; hosted: ${names.join(", ")}`, Code.NotFound);
-    if (opts.jsonRpcUrl !== undefined || opts.grpcAddress !== undefined) advertised = { ...advertised, ...opts };
-    const card = buildAgentCard(config, agent, { ...advertised, ...opts }, { isDefault: name === names[0], extended });
+    if (opts.grpcAddress !== undefined) advertisedGrpc = opts.grpcAddress;
+    if (opts.jsonRpcUrl !== undefined) advertisedJsonRpc.set(name, opts.jsonRpcUrl);
+    const jsonRpcUrl = opts.jsonRpcUrl ?? advertisedJsonRpc.get(name);
+    const grpcAddress = opts.grpcAddress ?? advertisedGrpc;
+    const endpoints: AdvertisedEndpoints = {
+      ...(jsonRpcUrl !== undefined ? { jsonRpcUrl } : {}),
+      ...(grpcAddress !== undefined ? { grpcAddress } : {}),
+    };
+    const card = buildAgentCard(config, agent, endpoints, { isDefault: name === names[0], extended });
     // Every backend keeps a task event log; without streaming there is no stream to resume.
     if (config.capabilities.streaming) card.capabilities?.extensions.push(resumableStreamsExtension());
     return card;
@@ -240,7 +250,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     logger,
     chains,
     agentNames: names,
-    self: () => `parley@${advertised.grpcAddress ?? `${config.host}:${config.port}`}`,
+    self: () => `parley@${advertisedGrpc ?? `${config.host}:${config.port}`}`,
   });
   // One instance of each service for every router and the direct transport, so they share state.
   const services = [
@@ -342,7 +352,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       server = listener;
       const host = config.host.includes(":") ? `[${config.host}]` : config.host;
       const address = `${host}:${port}`;
-      advertised = { ...advertised, grpcAddress: address };
+      advertisedGrpc = address;
       logger.info(
         { address },
         "serving gRPC, Connect and gRPC-Web (HTTP/2 h2c; Connect and gRPC-Web also over HTTP/1.1)",
