@@ -18,11 +18,12 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function bridge(args: string[], env: Record<string, string> = {}) {
+/** A run that starts instead of refusing is killed after `timeout` and has no exit status. */
+function bridge(args: string[], env: Record<string, string> = {}, timeout = 120_000) {
   const run = spawnSync(process.execPath, [bridgeBin, ...args], {
     encoding: "utf8",
     env: { PATH: process.env.PATH ?? "", ...env },
-    timeout: 120_000,
+    timeout,
   });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
@@ -49,6 +50,23 @@ describe("parley-bridge", spawning, () => {
     const remote = bridge(["--upstream", "http://127.0.0.1:1", "--grpc-port", "9"]);
     expect(remote.status).toBe(2);
     expect(remote.stderr).toContain("port (flags): remote mode (--upstream) runs no server");
+  });
+
+  it("refuses a bad value in the file even where a variable or flag overrides it", () => {
+    const overridden = join(dir, "overridden.json");
+    writeFileSync(overridden, JSON.stringify({ port: 0, bridge: { port: "abc" }, history: { maxMessages: "lots" } }));
+    const run = bridge(
+      ["--config", overridden, "--data-dir", dir],
+      { PORT: "0", PARLEY_HISTORY_MESSAGES: "5" },
+      60_000,
+    );
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("invalid configuration (2 problems)");
+    expect(run.stderr).toContain(
+      `bridge.port = "abc" (config file ${overridden}): Invalid input: expected number, received string`,
+    );
+    expect(run.stderr).toContain(`history.maxMessages = "lots" (config file ${overridden})`);
   });
 
   it("starts embedded on both ports and says it runs in open mode without a rate limit", async () => {

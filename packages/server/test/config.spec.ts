@@ -40,12 +40,15 @@ function problemsOf(run: () => unknown): string[] {
   throw new Error("the configuration was accepted");
 }
 
-/** Runs the real parley-server entry; only invocations that stop before listening are used here. */
-function server(args: string[], env: Record<string, string> = {}) {
+/**
+ * Runs the real parley-server entry; only invocations that stop before listening are used here (one that
+ * starts instead is killed after `timeout` and has no exit status).
+ */
+function server(args: string[], env: Record<string, string> = {}, timeout = 120_000) {
   const run = spawnSync(process.execPath, [serverBin, ...args], {
     encoding: "utf8",
     env: { PATH: process.env.PATH ?? "", ...env },
-    timeout: 120_000,
+    timeout,
   });
   return { status: run.status, stdout: run.stdout, stderr: run.stderr };
 }
@@ -87,6 +90,40 @@ describe("a wrong configuration refuses to start", spawning, () => {
       ]),
     );
     expect(problems).toHaveLength(6);
+  });
+
+  it("checks the file on its own: a bad value in it stops the start even where a variable or flag overrides it", () => {
+    const path = file("overridden.json", { port: "abc", history: { maxMessages: "lots" } });
+    const run = server(
+      ["--config", path, "--grpc-port", "0", "--data-dir", join(dir, "data")],
+      { PARLEY_HISTORY_MESSAGES: "5" },
+      60_000,
+    );
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("invalid configuration (2 problems)");
+    expect(run.stderr).toContain(
+      `port = "abc" (config file ${path}): Invalid input: expected number, received string; allowed: a whole number from 0 to 65535`,
+    );
+    expect(run.stderr).toContain(
+      `history.maxMessages = "lots" (config file ${path}): Invalid input: expected number, received string; allowed: a whole number, at least 0`,
+    );
+  });
+
+  it("checks every source on its own and reports each bad value once, from the source that gave it", () => {
+    // A bad variable under a flag that overrides it.
+    expect(problemsOf(() => loadConfig({ argv: ["--grpc-port", "3"], env: { PARLEY_GRPC_PORT: "x" } }))).toEqual([
+      "port (environment PARLEY_GRPC_PORT): Invalid input: expected number, received string",
+    ]);
+    // The file's and the environment's API keys are merged: the file's bad one is the file's, named once.
+    const keys = file("keys.json", { apiKeys: { k1: "" } });
+    expect(problemsOf(() => loadConfig({ argv: ["--config", keys], env: { PARLEY_API_KEYS: "k2=bob" } }))).toEqual([
+      `apiKeys.k1 (config file ${keys}): Too small: expected string to have >=1 characters`,
+    ]);
+    // A rule across settings takes them from every source: the file's tenant is the environment's key's.
+    const tenants = file("tenants.json", { retention: { tenants: { alice: 30 } } });
+    const config = loadConfig({ argv: ["--config", tenants], env: { PARLEY_API_KEYS: "k=alice" } });
+    expect(config.retention.tenants).toEqual({ alice: 30 });
   });
 
   it("names the environment variable or flag a bad value came from", () => {

@@ -20,7 +20,8 @@ const precedence = `Every setting below can be given in a JSON config file (--co
 by its dotted key ({"limits": {"maxMessageBytes": 2097152}}); some also by environment variable
 or flag. Flags win over the environment, which wins over the file. An unknown key, a wrong type or
 a value out of range, from any source, stops the start with a message naming the key, the value,
-where it came from and what is allowed.`;
+where it came from and what is allowed; each source is checked on its own, so a bad value in the
+file counts even where the environment or a flag overrides it.`;
 
 function placeholder(s: SettingInfo): string {
   if (s.kind === "number") return "N";

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { z } from "zod";
-import { type ParleyConfig, parleyConfigSchema } from "./schema.js";
+import { type ParleyConfig, parleyConfigSchema, parleySettingsSchema } from "./schema.js";
 import { settingAt, unwrap, valueAt } from "./settings.js";
 import {
   applyAgentShortcuts,
@@ -37,7 +37,9 @@ export type LoadedConfig = ParleyConfig & {
  * (--config or PARLEY_CONFIG), the environment and flags, later ones winning.
  * Anything the schema does not allow, from any source, throws a ConfigError
  * that lists every problem with its full path, value, source and what is
- * allowed; nothing is dropped or ignored.
+ * allowed; nothing is dropped or ignored. Each source is checked on its own
+ * before they are merged, so a bad value is reported even where a later
+ * source overrides it.
  */
 export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   const env = options.env ?? process.env;
@@ -46,11 +48,15 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   if (flags.help) return { ...parleyConfigSchema.parse({}), help: true, notices: [], setByFlag: [] };
 
   const file = flags.config ?? (env.PARLEY_CONFIG || undefined);
-  const merged = mergeLayers([...(file ? [fileLayer(file)] : []), envLayer(env), flags.layer]);
-  const problems = applyAgentShortcuts(merged, env, flags.agent);
+  const layers = [...(file ? [fileLayer(file)] : []), envLayer(env), flags.layer];
+  // Before the merge hides them: a typo in the file is one whether or not the environment overrides it.
+  const problems = layers.flatMap(layerProblems);
+  const merged = mergeLayers(layers);
+  problems.push(...applyAgentShortcuts(merged, env, flags.agent));
+  // The merged configuration adds the rules across settings (and what the agent shortcuts set).
   const result = parleyConfigSchema.safeParse(merged.values);
   if (!result.success) problems.push(...result.error.issues.flatMap((issue) => problemsOf(issue, merged)));
-  if (problems.length > 0 || !result.success) throw new ConfigError(problems);
+  if (problems.length > 0 || !result.success) throw new ConfigError(distinct(problems));
   return {
     ...result.data,
     dataDir: resolve(result.data.dataDir),
@@ -61,6 +67,23 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
 }
 
 type Key = string | number;
+
+/** One source's values against every setting's type and range (the rules across settings need them all). */
+function layerProblems(layer: Layer): ConfigProblem[] {
+  const result = parleySettingsSchema.safeParse(layer.values);
+  return result.success ? [] : result.error.issues.flatMap((issue) => problemsOf(issue, layer));
+}
+
+/** A bad value the merged configuration kept was already reported by its own source's check. */
+function distinct(problems: readonly ConfigProblem[]): ConfigProblem[] {
+  const seen = new Set<string>();
+  return problems.filter((p) => {
+    const key = JSON.stringify([p.path, p.source, p.message, p.value]);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
 
 function displayPath(keys: readonly Key[]): string {
   return keys.reduce<string>((out, k) => (typeof k === "number" ? `${out}[${k}]` : out === "" ? k : `${out}.${k}`), "");
@@ -105,7 +128,7 @@ function editDistance(a: string, b: string): number {
   return row[b.length]!;
 }
 
-function problemsOf(issue: z.core.$ZodIssue, merged: Layer): ConfigProblem[] {
+function problemsOf(issue: z.core.$ZodIssue, layer: Layer): ConfigProblem[] {
   const at = issue.path.filter((k): k is Key => typeof k !== "symbol");
   if (issue.code === "unrecognized_keys") {
     const known = allowedKeysAt(at);
@@ -114,8 +137,8 @@ function problemsOf(issue: z.core.$ZodIssue, merged: Layer): ConfigProblem[] {
       const near = known.find((k) => k.toLowerCase() === key.toLowerCase() || editDistance(k, key) <= 2);
       return {
         path: displayPath(keys),
-        source: sourceOf(keys, merged.origins),
-        value: valueAt(merged.values, keys),
+        source: sourceOf(keys, layer.origins),
+        value: valueAt(layer.values, keys),
         message: `unknown key${near ? ` (did you mean ${JSON.stringify(near)}?)` : ""}`,
         allowed: `the keys ${known.join(", ")}`,
       };
@@ -125,8 +148,8 @@ function problemsOf(issue: z.core.$ZodIssue, merged: Layer): ConfigProblem[] {
   return [
     {
       path: displayPath(at),
-      source: sourceOf(at, merged.origins),
-      value: valueAt(merged.values, at),
+      source: sourceOf(at, layer.origins),
+      value: valueAt(layer.values, at),
       message: issue.message,
       ...(setting ? { allowed: setting.allowed } : {}),
     },

@@ -489,6 +489,13 @@ export const parleyConfigSchema = z
     }
   });
 
+/**
+ * Every setting with its type and range, without the rules across settings
+ * above: what each source (file, environment, flags) is checked against on its
+ * own, since one source may hold only one side of such a rule.
+ */
+export const parleySettingsSchema = z.strictObject(parleyConfigSchema.shape);
+
 export type ParleyConfig = z.output<typeof parleyConfigSchema>;
 export type AgentConfig = z.output<typeof agentSchema>;
 export type PeerConfig = z.output<typeof peerSchema>;

@@ -3,7 +3,7 @@ import { parseArgs } from "node:util";
 import { z } from "zod";
 import { echoInputs, echoReplies } from "../agents/echo-agent.js";
 import { type AgentConfig, defaultAgent } from "./schema.js";
-import { fromText, type SettingInfo, settingList } from "./settings.js";
+import { fromText, type SettingInfo, settingList, valueAt } from "./settings.js";
 
 export type Env = Readonly<Record<string, string | undefined>>;
 export type Program = "parley-server" | "parley-bridge";
@@ -167,8 +167,13 @@ export function mergeLayers(layers: readonly Layer[]): Layer {
   for (const layer of layers) {
     values = merge(values, layer.values) as Record<string, unknown>;
     for (const [path, source] of layer.origins) {
-      // A replaced array or object takes its children's origins with it.
-      for (const known of [...origins.keys()]) if (known.startsWith(`${path}.`)) origins.delete(known);
+      // A replaced array or value takes its children's origins with it; an object is merged into what is
+      // there, so only the keys it sets change hands (the API keys of the file and the environment together).
+      const value = valueAt(layer.values, path.split("."));
+      const replaced = isRecord(value) ? Object.keys(value).map((k) => `${path}.${k}`) : [path];
+      for (const known of [...origins.keys()]) {
+        if (replaced.some((p) => known === p || known.startsWith(`${p}.`))) origins.delete(known);
+      }
       origins.set(path, source);
     }
   }
