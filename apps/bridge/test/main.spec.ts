@@ -69,6 +69,25 @@ describe("parley-bridge", spawning, () => {
     expect(run.stderr).toContain(`history.maxMessages = "lots" (config file ${overridden})`);
   });
 
+  it("refuses bad agent options with exit code 2, each at its full path with its source", () => {
+    const options = join(dir, "options.json");
+    writeFileSync(
+      options,
+      JSON.stringify({ agents: [{ name: "echo", type: "echo", options: { chunks: -1, delayMs: "slow", chunkz: 3 } }] }),
+    );
+    const run = bridge(["--config", options, "--port", "0", "--grpc-port", "0", "--data-dir", dir], {}, 60_000);
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("invalid configuration (3 problems)");
+    expect(run.stderr).toContain(
+      `agents[0].options.chunks = -1 (config file ${options}): Too small: expected number to be >=1; allowed: a whole number, at least 1`,
+    );
+    expect(run.stderr).toContain(`agents[0].options.delayMs = "slow" (config file ${options})`);
+    expect(run.stderr).toContain(
+      `agents[0].options.chunkz = 3 (config file ${options}): unknown key (did you mean "chunks"?)`,
+    );
+  });
+
   it("starts embedded on both ports and says it runs in open mode without a rate limit", async () => {
     const child = spawn(process.execPath, [bridgeBin, "--port", "0", "--grpc-port", "0", "--data-dir", dir], {
       env: { PATH: process.env.PATH ?? "", PARLEY_LOG_LEVEL: "silent" },

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { type Message, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEchoAgent } from "../src/agents/echo-agent.js";
-import { loadConfig, messageText } from "../src/index.js";
+import { loadConfig, messageText, parseScript } from "../src/index.js";
 import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function readBody(req: IncomingMessage): Promise<string> {
@@ -47,7 +47,11 @@ describe("the openai agent", () => {
     model = await startChatCompletions();
     server = await startTestServer({
       agents: [
-        { name: "gpt", type: "openai", options: { baseUrl: model.url, model: "test-model", apiKey: "sk-test" } },
+        {
+          name: "gpt",
+          type: "openai",
+          options: { baseUrl: model.url, model: "test-model", apiKey: "sk-test", temperature: 0.2 },
+        },
         { name: "broken", type: "openai", options: { baseUrl: model.url, model: "broken" } },
       ],
     });
@@ -66,10 +70,12 @@ describe("the openai agent", () => {
     expect(task.artifacts.map((a) => messageText(a)).join("")).toBe("You said: second turn");
     const last = model.requests[model.requests.length - 1] as {
       headers: Record<string, string>;
-      body: { model: string; stream: boolean; messages: { role: string; content: string }[] };
+      body: { model: string; stream: boolean; temperature?: number; messages: { role: string; content: string }[] };
     };
     expect(last.headers.authorization).toBe("Bearer sk-test");
     expect(last.body.stream).toBe(true);
+    // A configured temperature reaches the endpoint (it used to be taken and dropped).
+    expect(last.body.temperature).toBe(0.2);
     const content = last.body.messages.find((m) => m.role === "user")!.content;
     expect(content).toMatch(
       /<<<PARLEY_HISTORY \w+>>>[\s\S]*user: first turn[\s\S]*<<<END_PARLEY_HISTORY \w+>>>\n\nsecond turn$/,
@@ -184,6 +190,14 @@ describe("the echo agent's reply modes", () => {
     expect(config.agents.find((a) => a.type === "echo")?.options).toMatchObject({ chunks: 1 });
     expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_CHUNKS: "0" } })).toThrow(/PARLEY_ECHO_CHUNKS = "0"/);
     expect(() => createEchoAgent({ chunks: 0 })).toThrow(/echo chunks must be a whole number of at least 1, got 0/);
+  });
+
+  it("parseScript checks a script built in code with the configuration's schema", () => {
+    expect(parseScript("s", ["hi", { reply: "there", delayMs: 5 }])).toEqual(["hi", { reply: "there", delayMs: 5 }]);
+    expect(() => parseScript("s", ["hi", { delay: 5 }])).toThrow(
+      /^agent s: options\.replies\[1\]: Unrecognized key: "delay"$/,
+    );
+    expect(() => parseScript("s", [])).toThrow(/^agent s: options\.replies: Too small/);
   });
 
   it("refuses an unknown reply mode when the server is configured", () => {

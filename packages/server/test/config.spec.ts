@@ -126,6 +126,93 @@ describe("a wrong configuration refuses to start", spawning, () => {
     expect(config.retention.tenants).toEqual({ alice: 30 });
   });
 
+  it("checks agent options like every other setting: parley-server lists each bad one at its full path", () => {
+    const path = file("options.json", {
+      agents: [{ name: "echo", type: "echo", options: { chunkz: 3, delayMs: "slow" } }],
+    });
+    const run = server(["--config", path, "--grpc-port", "0", "--data-dir", join(dir, "data")], {}, 60_000);
+    expect(run.status).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toContain("invalid configuration (2 problems)");
+    expect(run.stderr).toContain(
+      `agents[0].options.chunkz = 3 (config file ${path}): unknown key (did you mean "chunks"?); allowed: the keys delayMs, chunks, reply, input, repeat`,
+    );
+    expect(run.stderr).toContain(
+      `agents[0].options.delayMs = "slow" (config file ${path}): Invalid input: expected number, received string; allowed: a whole number from 0 to 2147483647`,
+    );
+  });
+
+  it("checks the options of every agent type by that type's schema, and takes the valid ones as given", () => {
+    const bad = file("agent-options.json", {
+      peers: [{ name: "far", url: "http://127.0.0.1:1" }],
+      agents: [
+        { name: "e", type: "echo", options: { chunks: -1, reply: "sometimes", repeat: 1.5 } },
+        { name: "o", type: "openai", options: { baseUrl: "ftp://x", modle: "m", temperature: "hot" } },
+        { name: "r", type: "a2a", options: { peer: 5 } },
+        { name: "c", type: "conformance", options: { resubscribeWorkMs: -1, resubscribeWorkMS: 1 } },
+        {
+          name: "s",
+          type: "script",
+          options: { replies: ["hi", { delay: 3 }, 5, { converse: { server: "far", to: "a2a:", text: "x" } }] },
+        },
+        { name: "t", type: "script", options: {} },
+      ],
+    });
+    const source = `config file ${bad}`;
+    expect(problemsOf(() => loadConfig({ argv: ["--config", bad], env: {} }))).toEqual([
+      `agents[0].options.chunks (${source}): Too small: expected number to be >=1`,
+      `agents[0].options.reply (${source}): Invalid option: expected one of "task"|"message"|"auto"`,
+      `agents[0].options.repeat (${source}): Invalid input: expected int, received number`,
+      `agents[1].options.baseUrl (${source}): Invalid URL`,
+      `agents[1].options.temperature (${source}): Invalid input: expected number, received string`,
+      `agents[1].options.modle (${source}): unknown key (did you mean "model"?)`,
+      `agents[2].options.peer (${source}): Invalid input: expected string, received number`,
+      `agents[3].options.resubscribeWorkMs (${source}): Too small: expected number to be >=0`,
+      `agents[3].options.resubscribeWorkMS (${source}): unknown key (did you mean "resubscribeWorkMs"?)`,
+      `agents[4].options.replies[1].delay (${source}): unknown key (did you mean "delayMs"?)`,
+      `agents[4].options.replies[2] (${source}): expected a string, or an object with reply, delayMs, fail or converse`,
+      `agents[4].options.replies[3].converse.to (${source}): session "a2a:" names no peer after a2a:`,
+      // What must be there at all is checked once the sources are merged (the environment may give it).
+      `agents[1].options.model (${source}): Invalid input: expected string, received undefined`,
+      `agents[5].options.replies (${source}): Invalid input: expected array, received undefined`,
+    ]);
+    // A peer that is not configured is refused with the ones that are, as a rule across settings.
+    const nowhere = file("nowhere.json", {
+      peers: [{ name: "far", url: "http://127.0.0.1:1" }],
+      agents: [{ name: "r", type: "a2a", options: { peer: "near" } }],
+    });
+    expect(problemsOf(() => loadConfig({ argv: ["--config", nowhere], env: {} }))).toEqual([
+      `agents[0].options.peer (config file ${nowhere}): no peer is named "near"; the peers are "far"`,
+    ]);
+    // The option shapes the repository's own configurations use load unchanged.
+    const agents = [
+      {
+        name: "echo",
+        type: "echo",
+        options: { delayMs: 10, chunks: 2_000, input: "text", repeat: 2_000, reply: "auto" },
+      },
+      { name: "conformance", type: "conformance", options: { resubscribeWorkMs: 1_000 } },
+      { name: "plain", type: "conformance" },
+      {
+        name: "planner",
+        type: "script",
+        description: "plans",
+        options: {
+          replies: [
+            "",
+            { reply: "Did the tests pass on main?", delayMs: 400 },
+            { fail: "the script broke on purpose" },
+            { converse: { server: "far", from: "req", to: "tgt/ctx", text: "pass it on", turns: 2 } },
+          ],
+        },
+      },
+      { name: "gpt", type: "openai", options: { baseUrl: "http://127.0.0.1:1/v1", model: "m", apiKey: "sk" } },
+      { name: "relay", type: "a2a", options: { peer: "far" } },
+    ];
+    const good = file("good-agents.json", { peers: [{ name: "far", url: "http://127.0.0.1:1" }], agents });
+    expect(loadConfig({ argv: ["--config", good], env: {} }).agents).toEqual(agents);
+  });
+
   it("names the environment variable or flag a bad value came from", () => {
     const run = server(["--grpc-port", "lots"], { PARLEY_PUSH: "maybe", PARLEY_RATE_LIMIT: "-5" });
     expect(run.status).toBe(2);
@@ -222,6 +309,24 @@ describe("the promised names keep working", () => {
     ]);
     const echo = loadConfig({ argv: ["--agent", "echo"], env: { PARLEY_ECHO_DELAY_MS: "5" } }).agents;
     expect(echo[0]?.options).toEqual({ delayMs: 5 });
+  });
+
+  it("agent shortcuts fill in options the file leaves out, and a value the options refuse is the variable's", () => {
+    const path = file("openai.json", { agents: [{ name: "gpt", type: "openai" }] });
+    const env = { PARLEY_OPENAI_BASE_URL: "http://127.0.0.1:1/v1", PARLEY_OPENAI_MODEL: "m" };
+    expect(loadConfig({ argv: ["--config", path], env }).agents[0]?.options).toEqual({
+      baseUrl: "http://127.0.0.1:1/v1",
+      model: "m",
+    });
+    // PARLEY_ECHO_DELAY_MS takes any whole number; a delay setTimeout cannot wait is refused by the option.
+    expect(problemsOf(() => loadConfig({ env: { PARLEY_ECHO_DELAY_MS: "3000000000" } }))).toEqual([
+      "agents[0].options.delayMs (environment PARLEY_ECHO_DELAY_MS): Too big: expected number to be <=2147483647",
+    ]);
+    // The file's bad option is the file's even where a variable overrides it.
+    const chunks = file("chunks.json", { agents: [{ name: "echo", type: "echo", options: { chunks: -1 } }] });
+    expect(problemsOf(() => loadConfig({ argv: ["--config", chunks], env: { PARLEY_ECHO_CHUNKS: "3" } }))).toEqual([
+      `agents[0].options.chunks (config file ${chunks}): Too small: expected number to be >=1`,
+    ]);
   });
 
   it("parley-server keeps --host and --port as the old spellings of --grpc-host and --grpc-port", () => {

@@ -12,13 +12,13 @@ import {
   StopReason,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
+import { messageText, type ScriptEntry } from "../src/index.js";
 import { freePort } from "./fixtures/free-port.js";
 import { startTestServer, type TestServer } from "./harness.js";
 
 const tokens = ["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"];
 
-function script(name: string, replies: unknown[]) {
+function script(name: string, replies: ScriptEntry[]) {
   return { name, type: "script" as const, options: { replies } };
 }
 

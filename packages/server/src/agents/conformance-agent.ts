@@ -2,15 +2,10 @@ import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type PartSchema, TaskState } from "@parley/proto";
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
+import type { ConformanceOptions } from "./conformance-options.js";
 
-export interface ConformanceAgentOptions {
-  readonly name?: string;
-  /**
-   * How long `test-resubscribe-message-id` tasks stay WORKING. The kit needs
-   * at least twice its streaming timeout (2 s by default) to resubscribe in.
-   */
-  readonly resubscribeWorkMs?: number;
-}
+/** The options of a configured conformance agent (see conformance-options.ts), and its name. */
+export type ConformanceAgentOptions = Readonly<ConformanceOptions> & { readonly name?: string };
 
 type Part = MessageInitShape<typeof PartSchema>;
 type Script = (turn: AgentTurn, options: Required<ConformanceAgentOptions>) => AsyncIterable<AgentEvent>;

@@ -1,35 +1,10 @@
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
+import { type EchoOptions, echoInputs, echoReplies } from "./echo-options.js";
 
-/**
- * How the echo agent answers: `task` streams the reply as artifact chunks of a
- * task (the default); `message` answers with one Message and no task state;
- * `auto` does the first for streaming callers and the second for callers that
- * wait for the whole answer, the way many hosted agents behave.
- */
-export type EchoReply = "task" | "message" | "auto";
-export const echoReplies: readonly EchoReply[] = ["task", "message", "auto"];
+export type { EchoInput, EchoReply } from "./echo-options.js";
 
-/** What the echo agent repeats: the framed input (history block + new message, the default) or the new text only. */
-export type EchoInput = "framed" | "text";
-export const echoInputs: readonly EchoInput[] = ["framed", "text"];
-
-export interface EchoAgentOptions {
-  readonly name?: string;
-  /** Pause before each chunk, to behave like a slow model. */
-  readonly delayMs?: number;
-  /** How many chunks the reply is streamed in. */
-  readonly chunks?: number;
-  /** Task with streamed chunks (default), one Message, or chosen by whether the caller streams. */
-  readonly reply?: EchoReply;
-  /**
-   * Repeat the framed input (default) or only the new message's text. The
-   * history is read and framed either way; `text` keeps replies as short as
-   * the caller's messages (the benchmark uses it to match the anchor's echo).
-   */
-  readonly input?: EchoInput;
-  /** Says what it repeats this many times over (default 1): a long reply from a short message, for load tests. */
-  readonly repeat?: number;
-}
+/** The options of a configured echo agent (see echo-options.ts), and its name. */
+export type EchoAgentOptions = Readonly<EchoOptions> & { readonly name?: string };
 
 /**
  * By default replies with exactly the input it was given (the history guard
@@ -37,6 +12,7 @@ export interface EchoAgentOptions {
  * sees the history injection at work.
  */
 export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
+  // The configuration's schema checks these too; these checks are for agents built in code.
   const delayMs = options.delayMs ?? 0;
   const chunks = options.chunks ?? 8;
   if (!Number.isInteger(chunks) || chunks < 1) {

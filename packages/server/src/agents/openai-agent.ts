@@ -1,16 +1,10 @@
 import { createParser } from "eventsource-parser";
 import { injectTraceHeaders } from "../observability/tracing.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
+import type { OpenAIOptions } from "./openai-options.js";
 
-export interface OpenAIAgentOptions {
-  readonly name?: string;
-  /** An OpenAI-compatible API root, such as https://api.openai.com/v1 or http://127.0.0.1:11434/v1 (Ollama). */
-  readonly baseUrl: string;
-  readonly model: string;
-  readonly apiKey?: string;
-  readonly systemPrompt?: string;
-  readonly temperature?: number;
-}
+/** The options of a configured openai agent (see openai-options.ts), and its name. */
+export type OpenAIAgentOptions = Readonly<OpenAIOptions> & { readonly name?: string };
 
 const defaultSystemPrompt =
   "You are an agent answering another party over the A2A protocol. Earlier turns of this conversation, when there " +

@@ -8,65 +8,24 @@ import { errorReasonOf } from "../errors.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
 import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "../sessions/session-ref.js";
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
+import { type ScriptConverse, type ScriptEntry, scriptOptionsSchema } from "./script-options.js";
 
-/** Opens a conversation from this agent's session while it answers a turn. */
-export interface ScriptConverse {
-  /** The Parley server that runs the conversation: a configured peer's name or a URL. */
-  readonly server: string;
-  /** SESSION syntax: agent[/contextId], a2a:peer[/contextId] or a2a:URL[#contextId]. */
-  readonly to: string;
-  /** SESSION syntax; default: this agent in the thread of the turn being answered. */
-  readonly from?: string;
-  readonly text: string;
-  /** Ping-pong turns; default 0, since this agent's own thread is busy until its turn ends. */
-  readonly turns?: number;
-}
-
-/**
- * One scripted reply. A string is the reply itself ("" is an empty reply).
- * `delayMs` waits first, `fail` makes the turn fail with that message,
- * `converse` opens a conversation and replies with how it went (or `reply`).
- */
-export type ScriptEntry =
-  | string
-  | { readonly reply?: string; readonly delayMs?: number; readonly fail?: string; readonly converse?: ScriptConverse };
+export type { ScriptConverse, ScriptEntry } from "./script-options.js";
 
 const trackedThreads = 10_000;
 
-function entryError(name: string, index: number, why: string): Error {
-  return new Error(`agent ${name}: options.replies[${index}] ${why}`);
-}
-
-/** Checks a script from configuration, so a typo fails at startup rather than mid-conversation. */
+/**
+ * Checks a script built outside the configuration (which checks its own with
+ * the same schema), so a typo fails at startup rather than mid-conversation.
+ */
 export function parseScript(name: string, value: unknown): ScriptEntry[] {
-  if (!Array.isArray(value) || value.length === 0) {
-    throw new Error(`agent ${name}: option replies must be a non-empty array of strings or objects`);
-  }
-  return value.map((entry, i): ScriptEntry => {
-    if (typeof entry === "string") return entry;
-    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
-      throw entryError(name, i, "must be a string or an object with reply, delayMs, fail or converse");
-    }
-    const e = entry as Record<string, unknown>;
-    const unknown = Object.keys(e).filter((k) => !["reply", "delayMs", "fail", "converse"].includes(k));
-    if (unknown.length > 0) throw entryError(name, i, `has unknown key(s) ${unknown.join(", ")}`);
-    if (e.reply !== undefined && typeof e.reply !== "string") throw entryError(name, i, "reply must be a string");
-    if (e.fail !== undefined && typeof e.fail !== "string") throw entryError(name, i, "fail must be a string");
-    if (e.delayMs !== undefined && (typeof e.delayMs !== "number" || !(e.delayMs >= 0))) {
-      throw entryError(name, i, "delayMs must be a non-negative number");
-    }
-    if (e.converse !== undefined) {
-      const c = e.converse as Record<string, unknown>;
-      if (typeof c !== "object" || c === null || typeof c.server !== "string" || typeof c.to !== "string") {
-        throw entryError(name, i, "converse needs string fields server and to");
-      }
-      if (typeof c.text !== "string" || c.text === "")
-        throw entryError(name, i, "converse.text must be a non-empty string");
-      parseSessionSpec(c.to);
-      if (c.from !== undefined) parseSessionSpec(String(c.from));
-    }
-    return e as ScriptEntry;
+  const result = scriptOptionsSchema.shape.replies.safeParse(value);
+  if (result.success) return result.data;
+  const problems = result.error.issues.map((issue) => {
+    const at = issue.path.map((k) => (typeof k === "number" ? `[${k}]` : `.${String(k)}`)).join("");
+    return `options.replies${at}: ${issue.message}`;
   });
+  throw new Error(`agent ${name}: ${problems.join("; ")}`);
 }
 
 function sessionRef(spec: string) {

@@ -1,7 +1,7 @@
 import { resolve } from "node:path";
 import type { z } from "zod";
 import { type ParleyConfig, parleyConfigSchema, parleySettingsSchema } from "./schema.js";
-import { settingAt, unwrap, valueAt } from "./settings.js";
+import { allowedOf, settingAt, unwrap, valueAt } from "./settings.js";
 import {
   applyAgentShortcuts,
   ConfigError,
@@ -68,10 +68,21 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
 
 type Key = string | number;
 
-/** One source's values against every setting's type and range (the rules across settings need them all). */
+/**
+ * One source's values against every setting's type and range (the rules across settings need them all).
+ * Only the values it gives: what must be there at all (an openai agent's model, which PARLEY_OPENAI_MODEL
+ * may give) is checked once the sources are merged.
+ */
 function layerProblems(layer: Layer): ConfigProblem[] {
   const result = parleySettingsSchema.safeParse(layer.values);
-  return result.success ? [] : result.error.issues.flatMap((issue) => problemsOf(issue, layer));
+  if (result.success) return [];
+  return result.error.issues
+    .filter((issue) => valueAt(layer.values, keysOf(issue)) !== undefined)
+    .flatMap((issue) => problemsOf(issue, layer));
+}
+
+function keysOf(issue: z.core.$ZodIssue): Key[] {
+  return issue.path.filter((k): k is Key => typeof k !== "symbol");
 }
 
 /** A bad value the merged configuration kept was already reported by its own source's check. */
@@ -97,21 +108,50 @@ function sourceOf(keys: readonly Key[], origins: ReadonlyMap<string, string>): s
   return "default";
 }
 
-/** The object keys the schema allows at `keys` (an object inside the config, or an item of a list). */
-function allowedKeysAt(keys: readonly Key[]): string[] {
-  let schema: z.core.$ZodType = parleyConfigSchema;
-  for (const key of keys) {
-    const def = unwrap(schema)._zod.def as {
+type AnySchema = z.core.$ZodType;
+
+/** The option of a union that a value is meant for: by its discriminator (an agent's type), else by its kind. */
+function branchOf(schema: AnySchema, value: unknown): AnySchema | undefined {
+  const def = schema._zod.def as { type: string; options?: AnySchema[]; discriminator?: string };
+  if (def.type !== "union" || !def.options) return schema;
+  const kind = Array.isArray(value) ? "array" : value === null ? "null" : typeof value;
+  const sameKind = def.options.map(unwrap).filter((o) => (o._zod.def as { type: string }).type === kind);
+  const tagKey = def.discriminator;
+  if (tagKey === undefined) return sameKind[0];
+  const tag = (value as Record<string, unknown>)[tagKey];
+  return sameKind.find((o) => {
+    const field = (o._zod.def as { shape?: Record<string, AnySchema> }).shape?.[tagKey];
+    return field !== undefined && (field as z.ZodType).safeParse(tag).success;
+  });
+}
+
+/** The schema of the value at `keys` of `root` (a setting, or an object or item inside one). */
+function schemaAt(keys: readonly Key[], root: unknown): AnySchema | undefined {
+  let schema: AnySchema | undefined = branchOf(unwrap(parleyConfigSchema), root);
+  for (let n = 0; n < keys.length && schema; n++) {
+    const def = schema._zod.def as {
       type: string;
-      shape?: Record<string, z.core.$ZodType>;
-      element?: z.core.$ZodType;
+      shape?: Record<string, AnySchema>;
+      element?: AnySchema;
+      valueType?: AnySchema;
     };
-    const next = def.type === "array" ? def.element : def.shape?.[String(key)];
-    if (!next) return [];
-    schema = next;
+    const next = def.type === "array" ? def.element : def.type === "record" ? def.valueType : def.shape?.[keys[n]!];
+    schema = next && branchOf(unwrap(next), valueAt(root, keys.slice(0, n + 1)));
   }
-  const def = unwrap(schema)._zod.def as { shape?: Record<string, unknown> };
-  return Object.keys(def.shape ?? {});
+  return schema;
+}
+
+/** The object keys the schema allows at `keys` (an object inside the config, or an item of a list). */
+function allowedKeysAt(keys: readonly Key[], root: unknown): string[] {
+  const def = schemaAt(keys, root)?._zod.def as { shape?: Record<string, unknown> } | undefined;
+  return Object.keys(def?.shape ?? {});
+}
+
+/** What is allowed at a path that is no setting of its own (an agent's option), when its schema says more than "a string". */
+function allowedInside(keys: readonly Key[], root: unknown): string | undefined {
+  const schema = schemaAt(keys, root);
+  const allowed = schema && allowedOf(schema);
+  return allowed === undefined || allowed === "a string" || allowed === "see the description" ? undefined : allowed;
 }
 
 function editDistance(a: string, b: string): number {
@@ -129,9 +169,9 @@ function editDistance(a: string, b: string): number {
 }
 
 function problemsOf(issue: z.core.$ZodIssue, layer: Layer): ConfigProblem[] {
-  const at = issue.path.filter((k): k is Key => typeof k !== "symbol");
+  const at = keysOf(issue);
   if (issue.code === "unrecognized_keys") {
-    const known = allowedKeysAt(at);
+    const known = allowedKeysAt(at, layer.values);
     return issue.keys.map((key) => {
       const keys = [...at, key];
       const near = known.find((k) => k.toLowerCase() === key.toLowerCase() || editDistance(k, key) <= 2);
@@ -144,14 +184,16 @@ function problemsOf(issue: z.core.$ZodIssue, layer: Layer): ConfigProblem[] {
       };
     });
   }
-  const setting = settingAt(at.join("."));
+  // A rule's message says what it wants; the type and range of a value inside a setting are the schema's.
+  const allowed =
+    settingAt(at.join("."))?.allowed ?? (issue.code === "custom" ? undefined : allowedInside(at, layer.values));
   return [
     {
       path: displayPath(at),
       source: sourceOf(at, layer.origins),
       value: valueAt(layer.values, at),
       message: issue.message,
-      ...(setting ? { allowed: setting.allowed } : {}),
+      ...(allowed ? { allowed } : {}),
     },
   ];
 }

@@ -1,5 +1,11 @@
 import { z } from "zod";
+import { a2aOptionsSchema } from "../agents/a2a-options.js";
+import { conformanceOptionsSchema } from "../agents/conformance-options.js";
+import { echoOptionsSchema } from "../agents/echo-options.js";
+import { openaiOptionsSchema } from "../agents/openai-options.js";
+import { scriptOptionsSchema } from "../agents/script-options.js";
 import { allowedAddressProblem } from "../push/push-address-policy.js";
+import { millis } from "./timer-range.js";
 
 /**
  * The one definition of every setting of parley-server and parley-bridge: its
@@ -31,9 +37,6 @@ function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
   return schema;
 }
 
-/** setTimeout's largest delay; a longer one would fire at once. */
-const maxTimerMs = 2_147_483_647;
-const millis = (min: number) => z.int().min(min).max(maxTimerMs);
 const port = z.int().min(0).max(65_535);
 // A section may be left out of the file: its keys then take their defaults (every key has one).
 const section = <S extends z.core.$ZodLooseShape>(shape: S) => z.strictObject(shape).prefault({} as never);
@@ -54,15 +57,40 @@ export const agentTypes = ["echo", "openai", "a2a", "conformance", "script"] as 
 export const durabilityModes = ["process-crash", "synced"] as const;
 export const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
-export const agentSchema = z.strictObject({
-  name: z
-    .string()
-    .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/i, "an agent name is 1-64 of [A-Za-z0-9._-], starting with a letter or digit"),
-  type: z.enum(agentTypes),
-  description: z.string().optional(),
-  /** Type-specific settings (see each agent's factory in agents/create-agents.ts). */
-  options: z.record(z.string(), z.unknown()).optional(),
-});
+type AgentType = (typeof agentTypes)[number];
+
+/** A hosted agent of one type, whose `options` that type's schema (next to the agent, in agents/) checks. */
+function agentOf<T extends AgentType, O extends z.ZodType>(type: T, options: O) {
+  return z.strictObject({
+    name: z
+      .string()
+      .regex(
+        /^[a-z0-9][a-z0-9._-]{0,63}$/i,
+        "an agent name is 1-64 of [A-Za-z0-9._-], starting with a letter or digit",
+      ),
+    type: z.literal(type),
+    description: z.string().optional(),
+    options,
+  });
+}
+
+// By type, so a typo or a wrong value in an agent's options is refused like any other setting's.
+export const agentSchema = z.discriminatedUnion(
+  "type",
+  [
+    agentOf("echo", echoOptionsSchema.optional()),
+    agentOf("openai", openaiOptionsSchema),
+    agentOf("a2a", a2aOptionsSchema),
+    agentOf("conformance", conformanceOptionsSchema.optional()),
+    agentOf("script", scriptOptionsSchema),
+  ],
+  {
+    error: (issue) =>
+      issue.code === "invalid_union"
+        ? `Invalid option: expected one of ${agentTypes.map((t) => JSON.stringify(t)).join("|")}`
+        : undefined,
+  },
+);
 
 export const peerSchema = z.strictObject({
   name: z.string().min(1),
@@ -462,11 +490,20 @@ export const parleyConfigSchema = z
   })
   .superRefine((config, ctx) => {
     const seen = new Set<string>();
+    const peers = config.peers.map((p) => p.name);
     config.agents.forEach((agent, i) => {
       if (seen.has(agent.name)) {
         ctx.addIssue({ code: "custom", path: ["agents", i, "name"], message: "this agent name is used twice" });
       }
       seen.add(agent.name);
+      // An a2a agent that names no configured peer could answer no turn.
+      if (agent.type === "a2a" && !peers.includes(agent.options.peer)) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["agents", i, "options", "peer"],
+          message: `no peer is named ${JSON.stringify(agent.options.peer)}; the peers are ${peers.map((p) => JSON.stringify(p)).join(", ") || "none (see the peers setting)"}`,
+        });
+      }
     });
     // A retention override for a tenant no key maps to is a typo: it would silently leave that policy unapplied.
     const tenants = new Set(Object.values(config.apiKeys));

@@ -66,7 +66,17 @@ function describeAllowed(schema: AnySchema, kind: SettingKind): string {
     return json.items?.type === "string" ? "a list of strings (environment: comma-separated)" : "a list";
   }
   if (json.type === "string") return json.minLength ? "a non-empty string" : "a string";
+  if (json.type === "number") {
+    const { minimum: min, maximum: max } = json;
+    return min !== undefined && max !== undefined ? `a number from ${min} to ${max}` : "a number";
+  }
   return "see the description";
+}
+
+/** What a schema inside a setting allows (an agent's option), in the words of the settings' own "allowed". */
+export function allowedOf(schema: AnySchema): string {
+  const inner = unwrap(schema);
+  return describeAllowed(inner, kindOf(inner));
 }
 
 function pathOf(keys: readonly string[]): string {

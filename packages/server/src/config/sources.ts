@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { z } from "zod";
-import { echoInputs, echoReplies } from "../agents/echo-agent.js";
+import { echoInputs, echoReplies } from "../agents/echo-options.js";
 import { type AgentConfig, defaultAgent } from "./schema.js";
 import { fromText, type SettingInfo, settingList, valueAt } from "./settings.js";
 
@@ -217,13 +217,13 @@ export const agentShortcuts: readonly AgentShortcut[] = [
   {
     env: "PARLEY_ECHO_REPLY",
     description: "echo agents: task, message, or auto (a message unless the caller streams)",
-    schema: z.enum(echoReplies as [string, ...string[]]),
+    schema: z.enum(echoReplies),
     option: { agentType: "echo", key: "reply" },
   },
   {
     env: "PARLEY_ECHO_INPUT",
     description: "echo agents: framed (history block + new message) or text (the new message only)",
-    schema: z.enum(echoInputs as [string, ...string[]]),
+    schema: z.enum(echoInputs),
     option: { agentType: "echo", key: "input" },
   },
   {
@@ -307,15 +307,19 @@ export function applyAgentShortcuts(merged: Layer, env: Env, flagAgent: string |
     const fillOnly = text === undefined && shortcut.env === "PARLEY_OPENAI_API_KEY";
     if (fillOnly) text = env.OPENAI_API_KEY || undefined;
     if (text === undefined) continue;
-    const value = parse(shortcut, text, `environment ${fillOnly ? "OPENAI_API_KEY" : shortcut.env}`);
+    const source = `environment ${fillOnly ? "OPENAI_API_KEY" : shortcut.env}`;
+    const value = parse(shortcut, text, source);
     if (value === undefined) continue;
     const { agentType, key } = shortcut.option!;
     // Not a list: the schema reports it.
     if (!Array.isArray(values.agents)) continue;
-    values.agents = values.agents.map((agent: unknown) => {
+    values.agents = values.agents.map((agent: unknown, i) => {
       if (!isRecord(agent) || agent.type !== agentType) return agent;
       const options = isRecord(agent.options) ? agent.options : {};
-      return fillOnly && options[key] !== undefined ? agent : { ...agent, options: { ...options, [key]: value } };
+      if (fillOnly && options[key] !== undefined) return agent;
+      // So a value the agent's options refuse is reported as the variable's.
+      origins.set(`agents.${i}.options.${key}`, source);
+      return { ...agent, options: { ...options, [key]: value } };
     });
   }
   return problems;
