@@ -134,8 +134,11 @@ describe("a replica whose PostgreSQL goes away", () => {
         },
       }),
     }).then((r) => r.json() as Promise<{ error?: { code: number; message: string }; result?: unknown }>);
-    // The send is now waiting on a pooled connection: PostgreSQL ends it, and the relay delivers that.
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Once the send's statement is held on the network, PostgreSQL ends the connections, and the relay delivers that.
+    for (let i = 0; i < 1_000 && proxy.heldFromServer() === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect(proxy.heldFromServer()).toBeGreaterThan(0);
     expect(await terminatePoolConnections()).toBeGreaterThan(0);
     proxy.resume();
     const body = await answer;
