@@ -384,14 +384,7 @@ describe("agent cards", () => {
   it("lists only the JSON-RPC URL in every 0.3 card, and gRPC beside it in every 1.0 card", async () => {
     for (const path of ["", "agents/echo/", "agents/slow/"]) {
       const jsonRpcUrl = `${url}${path}`;
-      for (const card of await v03CardsOf(jsonRpcUrl)) {
-        expect(card).toMatchObject({ url: jsonRpcUrl, preferredTransport: "JSONRPC" });
-        expect(card.additionalInterfaces).toEqual([{ url: jsonRpcUrl, transport: "JSONRPC" }]);
-      }
-      const v1Card = (await (await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).json()) as Record<
-        string,
-        unknown
-      >;
+      const v1Card = await cardsListingOnlyJsonRpcFor03(jsonRpcUrl);
       expect(v1Card.supportedInterfaces).toEqual([
         { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
         { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
@@ -415,6 +408,15 @@ async function v03CardsOf(jsonRpcUrl: string): Promise<Record<string, unknown>[]
   const cards = (await Promise.all(responses.map((r) => r.json()))) as Record<string, unknown>[];
   for (const card of cards) expect(card.protocolVersion).toBe("0.3.0");
   return cards;
+}
+
+/** Checks that both 0.3 cards of an agent's URL (by header and by query) list only that JSON-RPC URL; its 1.0 card. */
+async function cardsListingOnlyJsonRpcFor03(jsonRpcUrl: string): Promise<Record<string, unknown>> {
+  for (const card of await v03CardsOf(jsonRpcUrl)) {
+    expect(card).toMatchObject({ url: jsonRpcUrl, preferredTransport: "JSONRPC" });
+    expect(card.additionalInterfaces).toEqual([{ url: jsonRpcUrl, transport: "JSONRPC" }]);
+  }
+  return (await (await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).json()) as Record<string, unknown>;
 }
 
 describe("authentication and remote mode", () => {
@@ -458,14 +460,7 @@ describe("authentication and remote mode", () => {
 
   it("lists only the JSON-RPC URL in the 0.3 cards of a remote-mode bridge, which knows the gRPC address", async () => {
     for (const jsonRpcUrl of [remoteBridge.url, `${remoteBridge.url}agents/echo/`]) {
-      for (const card of await v03CardsOf(jsonRpcUrl)) {
-        expect(card).toMatchObject({ url: jsonRpcUrl, preferredTransport: "JSONRPC" });
-        expect(card.additionalInterfaces).toEqual([{ url: jsonRpcUrl, transport: "JSONRPC" }]);
-      }
-      const v1Card = (await (await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).json()) as Record<
-        string,
-        unknown
-      >;
+      const v1Card = await cardsListingOnlyJsonRpcFor03(jsonRpcUrl);
       expect(v1Card.supportedInterfaces).toContainEqual({
         url: secured.grpcAddress,
         protocolBinding: "GRPC",
