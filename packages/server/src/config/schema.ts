@@ -203,7 +203,7 @@ export const parleyConfigSchema = z
       }),
     }),
     agents: setting(z.array(agentSchema).min(1).default([defaultAgent]), {
-      description: `hosted agents, the first is the default: [{ "name", "type": ${agentTypes.join("|")}, "description"?, "options"? }]`,
+      description: `hosted agents, the first is the default: [{ "name", "type": ${agentTypes.join("|")}, "description"?, "options" }], "options" optional for echo and conformance (each type's options: README "Agents")`,
       allowed: "a non-empty list of agents with distinct names",
     }),
     peers: setting(z.array(peerSchema).default([]), {
