@@ -38,12 +38,11 @@ export class CommandContext {
   client(options: { baseUrl?: string; protocol?: ParleyProtocol; token?: string; agent?: string } = {}): ParleyClient {
     const baseUrl = options.baseUrl ?? this.config.server;
     const protocol = options.protocol ?? this.config.protocol;
-    // gRPC has no HTTP/1.1 form; --http-version is about Connect and gRPC-Web.
-    const httpVersion = protocol === "grpc" ? "2" : this.config.httpVersion;
     const client = createParleyClient({
       baseUrl,
       protocol,
-      httpVersion,
+      // Of Connect and gRPC-Web; createParleyClient runs gRPC over HTTP/2 whatever this says.
+      httpVersion: this.config.httpVersion,
       token: options.baseUrl ? options.token : (options.token ?? this.config.token),
       agent: options.agent,
       interceptors: [createConnectionErrorInterceptor({ baseUrl, protocol })],
