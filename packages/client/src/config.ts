@@ -58,11 +58,16 @@ function optionalString(file: string, where: string, value: unknown): string | u
   return value;
 }
 
-export function checkProtocol<T extends string>(where: string, value: string, allowed: readonly T[]): T {
+/** `value` when it is one of `allowed`, else a ConfigError naming where it came from and what `kind` of value it is. */
+function checkChoice<T extends string>(where: string, kind: string, value: string, allowed: readonly T[]): T {
   if (!(allowed as readonly string[]).includes(value)) {
-    throw new ConfigError(`${where}: unknown protocol ${JSON.stringify(value)}; expected one of ${allowed.join(", ")}`);
+    throw new ConfigError(`${where}: unknown ${kind} ${JSON.stringify(value)}; expected one of ${allowed.join(", ")}`);
   }
   return value as T;
+}
+
+export function checkProtocol<T extends string>(where: string, value: string, allowed: readonly T[]): T {
+  return checkChoice(where, "protocol", value, allowed);
 }
 
 /** A URL the CLI will connect to, checked when the config is read: a bad one is a usage error, not the server's. */
@@ -139,13 +144,12 @@ export function loadClientConfig(options: LoadClientConfigOptions = {}): ClientC
     parleyProtocols,
   );
   const httpVersionWhere = options.overrides?.httpVersion ? "--http-version" : `${file}: httpVersion`;
-  const httpVersion =
-    options.overrides?.httpVersion ?? optionalString(file, "httpVersion", raw.httpVersion) ?? ("2" as const);
-  if (!(httpVersions as readonly string[]).includes(httpVersion)) {
-    throw new ConfigError(
-      `${httpVersionWhere}: unknown HTTP version ${JSON.stringify(httpVersion)}; expected one of ${httpVersions.join(", ")}`,
-    );
-  }
+  const httpVersion = checkChoice(
+    httpVersionWhere,
+    "HTTP version",
+    options.overrides?.httpVersion ?? optionalString(file, "httpVersion", raw.httpVersion) ?? "2",
+    httpVersions,
+  );
   // Said at once rather than quietly using HTTP/2 for the server, which the caller asked not to.
   if (httpVersion === "1.1" && protocol === "grpc") {
     throw new ConfigError(
@@ -156,7 +160,7 @@ export function loadClientConfig(options: LoadClientConfigOptions = {}): ClientC
     path: found ? path : undefined,
     server: checkUrl(serverWhere, server),
     protocol,
-    httpVersion: httpVersion as HttpVersion,
+    httpVersion,
     token: options.overrides?.token ?? (env.PARLEY_TOKEN || optionalString(file, "token", raw.token)),
     peers: parsePeers(file, raw.peers),
   };
