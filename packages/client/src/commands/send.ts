@@ -28,7 +28,8 @@ function startSpinner(label: string): () => void {
   if (!process.stderr.isTTY) return () => {};
   const frames = ["|", "/", "-", "\\"];
   let i = 0;
-  const timer = setInterval(() => process.stderr.write(`\r${frames[i++ % frames.length]} ${terminalText(label)}`), 100);
+  const shown = terminalText(label);
+  const timer = setInterval(() => process.stderr.write(`\r${frames[i++ % frames.length]} ${shown}`), 100);
   let stopped = false;
   return () => {
     if (stopped) return;
