@@ -127,7 +127,8 @@ export { resumableStreamsExtension } from "./replicas/resume.js";
 export { createSessionServiceImpl, finishedConversationCapacity } from "./services/session-service.js";
 export { peerAgentName, threadTargetPrefix } from "./services/target-service.js";
 export { type ConversationPlan, ConversationRunner } from "./sessions/conversation-runner.js";
-export { decodeHops, encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "./sessions/session-ref.js";
+export { decodeHops, encodeHops, hopsHeader, resolvePeer } from "./sessions/session-ref.js";
+export { parseSessionSpec } from "./sessions/session-spec.js";
 export { type SessionStep, sessionStepOf, stepInstructions } from "./sessions/session-step.js";
 export {
   announceSkipToken,

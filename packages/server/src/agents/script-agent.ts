@@ -6,7 +6,8 @@ import { ChainRefusedError, isChainRefusalReason } from "../chain/chain-refusal.
 import type { PeerConfig } from "../config.js";
 import { errorReasonOf } from "../errors.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
-import { encodeHops, hopsHeader, parseSessionSpec, resolvePeer } from "../sessions/session-ref.js";
+import { encodeHops, hopsHeader, resolvePeer } from "../sessions/session-ref.js";
+import { parseSessionSpec } from "../sessions/session-spec.js";
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 import { type ScriptConverse, type ScriptEntry, scriptOptionsSchema } from "./script-options.js";
 

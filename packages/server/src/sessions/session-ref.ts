@@ -3,9 +3,6 @@ import { headers, type SessionRef } from "@parley/proto";
 import type { PeerConfig } from "../config.js";
 import { invalidArgument } from "../errors.js";
 
-// Its own module, so the script agent's option schema (loaded by the config) can check sessions with it.
-export { parseSessionSpec } from "./session-spec.js";
-
 /** Request header carrying the hop trace of a Converse that an agent started while answering a step. */
 export const hopsHeader = headers.hops;
 

@@ -1,3 +1,5 @@
+// The SESSION syntax alone, in its own module: the script agent's option schema (loaded by the config) checks
+// sessions with it, and session-ref.ts imports from the config, which would close a circle.
 /**
  * Parses the SESSION syntax of the CLI and of script agents:
  * `agent[/contextId]`, `a2a:peer[/contextId]`, or `a2a:URL[#contextId]`.
