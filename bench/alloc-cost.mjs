@@ -3,13 +3,16 @@
 // collected kept in the profile (so short-lived garbage counts, which is what a send's GC cost follows).
 //
 //   node bench/alloc-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
-//                             [--path=bridge|inproc] [--stream] [--reuse] [--chunks=N] [--interval=BYTES] [--top=N]
+//                             [--path=bridge|inproc|grpc|connect] [--stream] [--reuse] [--chunks=N]
+//                             [--interval=BYTES] [--top=N] [--survivors]
 //
 // The flags are turn-cost.mjs's (bench/lib/embedded.mjs makes the same Parley and sends). With --path=bridge the
 // JSON-RPC client runs in this process too, so node's HTTP client and this script's own frames are in the figures;
-// --path=inproc leaves HTTP out. --interval is the profiler's mean sampling step (default 256 bytes): a sample
-// stands for about that many bytes, so figures below a few hundred bytes per send are noise. --root measures
-// another checkout's build with the same script, so two builds compare send for send.
+// --path=inproc leaves HTTP out; grpc and connect run connect-node's client in this process over HTTP/2.
+// --interval is the profiler's mean sampling step (default 256 bytes): a sample stands for about that many bytes,
+// so figures below a few hundred bytes per send are noise. --root measures another checkout's build with the same
+// script, so two builds compare send for send. --survivors counts only what outlived a scavenge (the objects minor
+// GCs collected are left out): what a send promotes to the old generation, which mark-compacts then pay for.
 import { Session } from "node:inspector/promises";
 import { relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +27,7 @@ const top = countFlag("alloc-cost", "top", args.top, 25);
 const path = pathFlag("alloc-cost", args.path);
 const reply = args.reply ?? "auto";
 const streaming = args.stream === "true";
+const survivors = args.survivors === "true";
 
 const { send, close } = await startSendingParley(loaderOf(root), {
   path,
@@ -40,7 +44,7 @@ session.connect();
 await session.post("HeapProfiler.startSampling", {
   samplingInterval: interval,
   includeObjectsCollectedByMajorGC: true,
-  includeObjectsCollectedByMinorGC: true,
+  includeObjectsCollectedByMinorGC: !survivors,
 });
 for (let i = 0; i < sends; i++) await send();
 const { profile } = await session.post("HeapProfiler.stopSampling");
@@ -82,6 +86,7 @@ console.log(
       reply,
       streaming,
       sends,
+      ...(survivors ? { counted: "survivors of a scavenge" } : {}),
       bytesPerSend: Math.round(total / sends),
       byFile: perSend(byFile),
       byFunction: perSend(byFunction),

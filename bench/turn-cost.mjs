@@ -2,15 +2,16 @@
 // and (under callgrind) instructions per send, for N sequential sends in one process.
 //
 //   node bench/turn-cost.mjs [--root=DIR] [--sends=N] [--warm=N] [--reply=auto|task|message]
-//                            [--path=bridge|inproc] [--stream] [--reuse] [--blocks=K] [--chunks=N]
+//                            [--path=bridge|inproc|grpc|connect] [--stream] [--reuse] [--blocks=K] [--chunks=N]
 //
 // Measured: `BENCH_TURN_COST_CALLGRIND=1 valgrind --tool=callgrind --instr-atstart=no node bench/turn-cost.mjs ...`
 // (the "Collected" count over --sends is instructions per send, LevelDB's threads included).
 // --root runs another checkout's built packages (its dist/ and node_modules), so two builds are compared with
 // the same script. --path=bridge posts JSON-RPC to the embedded bridge over loopback HTTP (client and server in
-// this process); inproc calls the A2A service through the in-process transport. --reuse sends every message to
-// one context. --chunks sets the echo agent's artifact chunks per task reply (PARLEY_ECHO_CHUNKS; default 8).
-// The counts cover the measured sends only (after --warm sends).
+// this process); inproc calls the A2A service through the in-process transport; grpc and connect call Parley's
+// port with connect-node's gRPC or Connect client over one HTTP/2 connection (the client in this process too).
+// --reuse sends every message to one context. --chunks sets the echo agent's artifact chunks per task reply
+// (PARLEY_ECHO_CHUNKS; default 8). The counts cover the measured sends only (after --warm sends).
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
 import { loaderOf, parseFlags, pathFlag, startSendingParley } from "./lib/embedded.mjs";

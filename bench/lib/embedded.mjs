@@ -34,13 +34,16 @@ export function countFlag(tool, name, text, fallback, min = 1) {
   return value;
 }
 
+const paths = ["bridge", "inproc", "grpc", "connect"];
+
 /**
- * The `--path` flag of the scripts that send through startSendingParley: "bridge" (the default) or "inproc";
- * anything else stops the run (exit 2) with a line that names `tool`.
+ * The `--path` flag of the scripts that send through startSendingParley: "bridge" (the default), "inproc", "grpc"
+ * or "connect"; anything else stops the run (exit 2) with a line that names `tool`.
  */
 export function pathFlag(tool, text) {
-  if (text === undefined || text === "bridge" || text === "inproc") return text ?? "bridge";
-  process.stderr.write(`${tool}: --path must be bridge or inproc, got ${JSON.stringify(text)}\n`);
+  if (text === undefined) return "bridge";
+  if (paths.includes(text)) return text;
+  process.stderr.write(`${tool}: --path must be ${paths.join(", ")}, got ${JSON.stringify(text)}\n`);
   process.exit(2);
 }
 
@@ -121,7 +124,8 @@ export async function startBenchParley(load, env) {
  * A Parley on a temp data dir with the echo agent (`reply`: PARLEY_ECHO_REPLY, text input, `chunks`:
  * PARLEY_ECHO_CHUNKS; `env` adds or overrides settings, PARLEY_STORE_URL among them) and a `send` that makes one
  * turn: a JSON-RPC POST to the embedded bridge over loopback (path "bridge", on up to `sockets` keep-alive
- * connections) or a call through the in-process transport ("inproc"); SendMessage, or SendStreamingMessage read to
+ * connections), a call through the in-process transport ("inproc"), or a call from connect-node's gRPC or Connect
+ * client over one HTTP/2 connection to Parley's port ("grpc", "connect"); SendMessage, or SendStreamingMessage read to
  * its end with `streaming`; each send to a new context, or all to one with `reuse`. `close` stops it all and
  * removes the data dir.
  */
@@ -161,7 +165,13 @@ export async function startSendingParley(
     const { createClient } = require("@connectrpc/connect");
     const { fromJson } = require("@bufbuild/protobuf");
     const { A2AService, SendMessageRequestSchema } = await load("proto/dist/index.js");
-    const client = createClient(A2AService, parley.inProcessTransport());
+    let transport = parley.inProcessTransport();
+    if (path === "grpc" || path === "connect") {
+      const node = createRequire(join(load.root, "packages/server/package.json"))("@connectrpc/connect-node");
+      const options = { baseUrl: `http://${address}`, httpVersion: "2" };
+      transport = path === "grpc" ? node.createGrpcTransport(options) : node.createConnectTransport(options);
+    }
+    const client = createClient(A2AService, transport);
     send = async () => {
       const request = fromJson(SendMessageRequestSchema, { message: messageOf() });
       if (streaming) {
