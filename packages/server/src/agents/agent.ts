@@ -40,8 +40,8 @@ export interface AgentTurn {
  * agent never asked for it.
  */
 export function turnStopReason(turn: AgentTurn): unknown {
-  const stop = turn[turnStop];
-  if (stop) return stop();
+  // Called as a method: an engine turn's is one (engine-turn.ts).
+  if (turn[turnStop]) return turn[turnStop]();
   return turn.signal.aborted ? turn.signal.reason : undefined;
 }
 

@@ -5,6 +5,7 @@ import { parleyAnnotations, parleyMetadataKey } from "../engine/parley-metadata.
 import { recordedPhases, type SessionStep, sessionStepOf, stepInstructions } from "../sessions/session-step.js";
 import { isSilentReply, replyDigest, silenceTokenSet } from "../sessions/silence.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
+import { reframeTurn } from "./reframed-turn.js";
 
 /** Artifact id of the marker a guarded step leaves on its task instead of a withheld reply. */
 export const stepOutcomeArtifactId = "parley-session-step";
@@ -56,11 +57,7 @@ async function* guardStep(
   tokens: ReadonlySet<string>,
 ): AsyncIterable<AgentEvent> {
   const instructions = stepInstructions(step);
-  const framed: AgentTurn = {
-    ...turn,
-    text: `${instructions}\n\n${turn.text}`,
-    framedText: `${instructions}\n\n${turn.framedText}`,
-  };
+  const framed = reframeTurn(turn, `${instructions}\n\n${turn.text}`, `${instructions}\n\n${turn.framedText}`);
   let reply = "";
   for await (const event of agent.run(framed)) {
     if (event.type === "text") reply += event.text;

@@ -17,7 +17,7 @@ import {
 } from "@parley/proto";
 import { type FencedThreadStore, idLimits, type TaskRecord, type ThreadKey } from "@parley/store";
 import type { Logger } from "pino";
-import { type Agent, type AgentTurn, turnStop } from "../agents/agent.js";
+import type { Agent } from "../agents/agent.js";
 import type { ChainGuard } from "../chain/chain-guard.js";
 import type { ParleyConfig } from "../config.js";
 import {
@@ -30,7 +30,8 @@ import {
   terminalTask,
 } from "../errors.js";
 import type { Caller } from "./caller.js";
-import { formatHistory, type HistoryEntry, messageText } from "./history.js";
+import { EngineTurn } from "./engine-turn.js";
+import { type HistoryEntry, messageText } from "./history.js";
 import { readHistory, rememberAppended } from "./history-read.js";
 import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
@@ -324,30 +325,18 @@ export class Engine {
       await this.coordinator.release(run);
       throw storeFailure(error);
     }
-    const maxChars = this.config.history.maxChars;
-    // The guard block is built when an agent reads it (its nonce drawn then): the echo agent that repeats
-    // only the new text, and any turn of a fresh context (no history), never need it.
-    let framed: string | undefined;
-    const turn: AgentTurn = {
+    const turn = new EngineTurn(run, {
       tenant: caller.tenant,
       contextId,
       taskId,
       message: stored,
       text,
-      get framedText() {
-        framed ??= formatHistory(history, text, { maxChars });
-        return framed;
-      },
       history,
       hops: meta.hops,
       chain,
-      // Built when the agent asks for it (see TaskRun.signal).
-      get signal() {
-        return run.signal;
-      },
-      [turnStop]: () => run.abortReason,
       streaming: options.streaming === true,
-    };
+      maxChars: this.config.history.maxChars,
+    });
     if (this.wrapTurn) void this.wrapTurn(run, agent.name, () => runTurn(this.turn, agent, run, turn));
     else void runTurn(this.turn, agent, run, turn);
     return { kind: "run", run, attached: false };
