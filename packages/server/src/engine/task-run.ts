@@ -8,6 +8,14 @@ export interface TaskEventSource {
   readonly taskId: string;
 }
 
+/**
+ * Registers `listener` to be called once when a follower's reader goes away (at once when it already has) and
+ * returns the function that stops listening: `onAbort` of the handler's context (in-process-context.ts), which
+ * makes no AbortSignal for an in-process call. A Node 20 AbortSignal is kept until the next mark-compact, whatever holds it
+ * (its prototype is swapped when it is made), and with it every listener still on it.
+ */
+export type GoneWatch = (listener: () => void) => () => void;
+
 /** Why a run was stopped from outside its agent: the turn runner ends it CANCELED or FAILED by this. */
 export class RunStop extends Error {
   constructor(
@@ -153,10 +161,11 @@ export class TaskRun implements TaskEventSource {
    * rather than holding the producer or growing memory without bound.
    * `hold` runs when the reading starts and returns what to run when it ends
    * (a stream count's release): a follower never read holds nothing.
+   * `watchGone` hears of the reader going away (see GoneWatch).
    */
   async *follow(
     from: number,
-    signal: AbortSignal,
+    watchGone: GoneWatch,
     maxLag: number,
     hold?: () => () => void,
   ): AsyncGenerator<StreamResponse> {
@@ -165,17 +174,17 @@ export class TaskRun implements TaskEventSource {
     // A wait is one promise, settled by the next publish or by the abort. Not Promise.race with one promise that
     // the abort rejects: each race left a reaction on that promise until the stream ended, a few hundred bytes
     // per event of a stream held open.
-    let gone = signal.aborted;
+    let gone = false;
     let stopWaiting: (() => void) | undefined;
-    const onAbort = () => {
-      gone = true;
-      stopWaiting?.();
-    };
     const waitForChange = (resolve: () => void) => {
       stopWaiting = resolve;
       void this.nextChange().then(resolve);
     };
-    if (!gone) signal.addEventListener("abort", onAbort, { once: true });
+    // Called at once when the reader is already gone.
+    const stopWatching = watchGone(() => {
+      gone = true;
+      stopWaiting?.();
+    });
     try {
       for (;;) {
         while (next < this.events.length) {
@@ -195,7 +204,7 @@ export class TaskRun implements TaskEventSource {
         if (gone) throw new ConnectError("subscriber went away", Code.Canceled);
       }
     } finally {
-      signal.removeEventListener("abort", onAbort);
+      stopWatching();
       release?.();
     }
   }

@@ -140,7 +140,12 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
 
   /** The run's events to the caller. Its going away ends only the stream: the task runs on (CancelTask stops it). */
   function follow(run: TaskRun, ctx: HandlerContext): AsyncIterator<StreamResponse> {
-    return run.follow(0, ctx.signal, maxLag, () => streams.acquire(callerOf(ctx).tenant));
+    return run.follow(
+      0,
+      (gone) => onAbort(ctx, gone),
+      maxLag,
+      () => streams.acquire(callerOf(ctx).tenant),
+    );
   }
 
   return {
