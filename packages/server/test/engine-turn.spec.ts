@@ -20,18 +20,21 @@ const message = create(MessageSchema, {
 const history: HistoryEntry[] = [{ sequence: 1, provenance: "user", text: "earlier question" }];
 
 function turnOf(run: TaskRun): EngineTurn {
-  return new EngineTurn(run, {
-    tenant: "t",
-    contextId: "c",
-    taskId: "task",
-    message,
-    text: "and now?",
-    history,
-    hops: [],
-    chain: new ChainLedger({ id: "chain", hops: [], maxHops: 8, stepsLeft: 20, deadline: Date.now() + 60_000 }),
-    streaming: false,
-    maxChars: 10_000,
-  });
+  return new EngineTurn(
+    run,
+    {
+      tenant: "t",
+      contextId: "c",
+      taskId: "task",
+      message,
+      text: "and now?",
+      history,
+      hops: [],
+      chain: new ChainLedger({ id: "chain", hops: [], maxHops: 8, stepsLeft: 20, deadline: Date.now() + 60_000 }),
+      streaming: false,
+    },
+    10_000,
+  );
 }
 
 const runOf = () => new TaskRun("t", "c", emptyTask("task", "c"), { messageId: "m2", payload: new Uint8Array() });

@@ -1,7 +1,5 @@
-import type { Message } from "@parley/proto";
-import type { ChainLedger } from "../chain/chain-budget.js";
-import type { HistoryEntry } from "../engine/history.js";
 import { type AgentTurn, turnStop, turnStopReason } from "./agent.js";
+import { TurnFields } from "./turn-fields.js";
 
 /**
  * `turn` with other input text (a session step's instructions above it, say):
@@ -14,29 +12,16 @@ export function reframeTurn(turn: AgentTurn, text: string, framedText: string): 
   return new ReframedTurn(turn, text, framedText);
 }
 
-class ReframedTurn implements AgentTurn {
-  readonly tenant: string;
-  readonly contextId: string;
-  readonly taskId: string;
-  readonly message: Message;
-  readonly history: readonly HistoryEntry[];
-  readonly hops: readonly string[];
-  readonly chain: ChainLedger;
-  readonly streaming: boolean;
+class ReframedTurn extends TurnFields implements AgentTurn {
+  override readonly text: string;
 
   constructor(
     private readonly base: AgentTurn,
-    readonly text: string,
+    text: string,
     readonly framedText: string,
   ) {
-    this.tenant = base.tenant;
-    this.contextId = base.contextId;
-    this.taskId = base.taskId;
-    this.message = base.message;
-    this.history = base.history;
-    this.hops = base.hops;
-    this.chain = base.chain;
-    this.streaming = base.streaming;
+    super(base);
+    this.text = text;
   }
 
   get signal(): AbortSignal {

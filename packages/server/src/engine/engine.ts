@@ -325,18 +325,21 @@ export class Engine {
       await this.coordinator.release(run);
       throw storeFailure(error);
     }
-    const turn = new EngineTurn(run, {
-      tenant: caller.tenant,
-      contextId,
-      taskId,
-      message: stored,
-      text,
-      history,
-      hops: meta.hops,
-      chain,
-      streaming: options.streaming === true,
-      maxChars: this.config.history.maxChars,
-    });
+    const turn = new EngineTurn(
+      run,
+      {
+        tenant: caller.tenant,
+        contextId,
+        taskId,
+        message: stored,
+        text,
+        history,
+        hops: meta.hops,
+        chain,
+        streaming: options.streaming === true,
+      },
+      this.config.history.maxChars,
+    );
     if (this.wrapTurn) void this.wrapTurn(run, agent.name, () => runTurn(this.turn, agent, run, turn));
     else void runTurn(this.turn, agent, run, turn);
     return { kind: "run", run, attached: false };
