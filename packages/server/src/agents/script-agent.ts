@@ -3,6 +3,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Phase, SessionService, StopReason, headers as wireHeaders } from "@parley/proto";
 import { chainReportFromTrailer } from "../chain/chain-budget.js";
 import { ChainRefusedError, isChainRefusalReason } from "../chain/chain-refusal.js";
+import { displayPath, issueKeys } from "../config/issue-path.js";
 import type { PeerConfig } from "../config.js";
 import { errorReasonOf } from "../errors.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
@@ -22,10 +23,9 @@ const trackedThreads = 10_000;
 export function parseScript(name: string, value: unknown): ScriptEntry[] {
   const result = scriptOptionsSchema.shape.replies.safeParse(value);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => {
-    const at = issue.path.map((k) => (typeof k === "number" ? `[${k}]` : `.${String(k)}`)).join("");
-    return `options.replies${at}: ${issue.message}`;
-  });
+  const problems = result.error.issues.map(
+    (issue) => `${displayPath(["options", "replies", ...issueKeys(issue)])}: ${issue.message}`,
+  );
   throw new Error(`agent ${name}: ${problems.join("; ")}`);
 }
 

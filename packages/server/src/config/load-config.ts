@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import type { z } from "zod";
+import { displayPath, issueKeys, type PathKey } from "./issue-path.js";
 import { type ParleyConfig, parleyConfigSchema, parleySettingsSchema } from "./schema.js";
 import { allowedOf, settingAt, unwrap, valueAt } from "./settings.js";
 import {
@@ -66,8 +67,6 @@ export function loadConfig(options: LoadConfigOptions = {}): LoadedConfig {
   };
 }
 
-type Key = string | number;
-
 /**
  * One source's values against every setting's type and range (the rules across settings need them all).
  * Only the values it gives: what must be there at all (an openai agent's model, which PARLEY_OPENAI_MODEL
@@ -77,12 +76,8 @@ function layerProblems(layer: Layer): ConfigProblem[] {
   const result = parleySettingsSchema.safeParse(layer.values);
   if (result.success) return [];
   return result.error.issues
-    .filter((issue) => valueAt(layer.values, keysOf(issue)) !== undefined)
+    .filter((issue) => valueAt(layer.values, issueKeys(issue)) !== undefined)
     .flatMap((issue) => problemsOf(issue, layer));
-}
-
-function keysOf(issue: z.core.$ZodIssue): Key[] {
-  return issue.path.filter((k): k is Key => typeof k !== "symbol");
 }
 
 /** A bad value the merged configuration kept was already reported by its own source's check. */
@@ -96,11 +91,7 @@ function distinct(problems: readonly ConfigProblem[]): ConfigProblem[] {
   });
 }
 
-function displayPath(keys: readonly Key[]): string {
-  return keys.reduce<string>((out, k) => (typeof k === "number" ? `${out}[${k}]` : out === "" ? k : `${out}.${k}`), "");
-}
-
-function sourceOf(keys: readonly Key[], origins: ReadonlyMap<string, string>): string {
+function sourceOf(keys: readonly PathKey[], origins: ReadonlyMap<string, string>): string {
   for (let n = keys.length; n > 0; n--) {
     const source = origins.get(keys.slice(0, n).join("."));
     if (source) return source;
@@ -126,7 +117,7 @@ function branchOf(schema: AnySchema, value: unknown): AnySchema | undefined {
 }
 
 /** The schema of the value at `keys` of `root` (a setting, or an object or item inside one). */
-function schemaAt(keys: readonly Key[], root: unknown): AnySchema | undefined {
+function schemaAt(keys: readonly PathKey[], root: unknown): AnySchema | undefined {
   let schema: AnySchema | undefined = branchOf(unwrap(parleyConfigSchema), root);
   for (let n = 0; n < keys.length && schema; n++) {
     const def = schema._zod.def as {
@@ -142,13 +133,13 @@ function schemaAt(keys: readonly Key[], root: unknown): AnySchema | undefined {
 }
 
 /** The object keys the schema allows at `keys` (an object inside the config, or an item of a list). */
-function allowedKeysAt(keys: readonly Key[], root: unknown): string[] {
+function allowedKeysAt(keys: readonly PathKey[], root: unknown): string[] {
   const def = schemaAt(keys, root)?._zod.def as { shape?: Record<string, unknown> } | undefined;
   return Object.keys(def?.shape ?? {});
 }
 
 /** What is allowed at a path that is no setting of its own (an agent's option), when its schema says more than "a string". */
-function allowedInside(keys: readonly Key[], root: unknown): string | undefined {
+function allowedInside(keys: readonly PathKey[], root: unknown): string | undefined {
   const schema = schemaAt(keys, root);
   const allowed = schema && allowedOf(schema);
   return allowed === undefined || allowed === "a string" || allowed === "see the description" ? undefined : allowed;
@@ -169,7 +160,7 @@ function editDistance(a: string, b: string): number {
 }
 
 function problemsOf(issue: z.core.$ZodIssue, layer: Layer): ConfigProblem[] {
-  const at = keysOf(issue);
+  const at = issueKeys(issue);
   if (issue.code === "unrecognized_keys") {
     const known = allowedKeysAt(at, layer.values);
     return issue.keys.map((key) => {
