@@ -4,7 +4,7 @@
 import { create } from "@bufbuild/protobuf";
 import { MessageSchema, Role } from "@parley/proto";
 import { describe, expect, it } from "vitest";
-import { turnStopReason } from "../src/agents/agent.js";
+import { type AgentTurn, turnStopReason } from "../src/agents/agent.js";
 import { reframeTurn } from "../src/agents/reframed-turn.js";
 import { ChainLedger } from "../src/chain/chain-budget.js";
 import { EngineTurn } from "../src/engine/engine-turn.js";
@@ -39,6 +39,16 @@ function turnOf(run: TaskRun): EngineTurn {
 
 const runOf = () => new TaskRun("t", "c", emptyTask("task", "c"), { messageId: "m2", payload: new Uint8Array() });
 
+/** Not stopped until the run is; then stopped with the run's reason, its signal the run's, aborted with it. */
+function expectStopsWithRun(turn: AgentTurn, run: TaskRun, stop: RunStop): void {
+  expect(turnStopReason(turn)).toBeUndefined();
+  run.abort(stop);
+  expect(turnStopReason(turn)).toBe(stop);
+  expect(turn.signal).toBe(run.signal);
+  expect(turn.signal.aborted).toBe(true);
+  expect(turn.signal.reason).toBe(stop);
+}
+
 describe("EngineTurn", () => {
   it("builds its guard block once, when read, with the history before the new text", () => {
     const turn = turnOf(runOf());
@@ -51,14 +61,7 @@ describe("EngineTurn", () => {
 
   it("hands out the run's signal and answers the stop reason from the run", () => {
     const run = runOf();
-    const turn = turnOf(run);
-    expect(turnStopReason(turn)).toBeUndefined();
-    const stop = new RunStop("cancel", "canceled on request");
-    run.abort(stop);
-    expect(turnStopReason(turn)).toBe(stop);
-    expect(turn.signal).toBe(run.signal);
-    expect(turn.signal.aborted).toBe(true);
-    expect(turn.signal.reason).toBe(stop);
+    expectStopsWithRun(turnOf(run), run, new RunStop("cancel", "canceled on request"));
   });
 });
 
@@ -71,11 +74,6 @@ describe("reframeTurn", () => {
     expect(reframed.framedText).toBe("step: framed");
     expect(reframed).toMatchObject({ tenant: "t", contextId: "c", taskId: "task", message, history, streaming: false });
     expect(reframed.chain).toBe(turn.chain);
-    expect(turnStopReason(reframed)).toBeUndefined();
-    const stop = new RunStop("shutdown", "shutdown");
-    run.abort(stop);
-    expect(turnStopReason(reframed)).toBe(stop);
-    expect(reframed.signal).toBe(run.signal);
-    expect(reframed.signal.reason).toBe(stop);
+    expectStopsWithRun(reframed, run, new RunStop("shutdown", "shutdown"));
   });
 });
