@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { toHex } from "../src/core/bytes.js";
-import { digest } from "../src/core/digests.js";
+import { longLivedFromHex, toHex } from "../src/core/bytes.js";
+import { digest, HASH_BYTES, taskHash, tenantHash, threadHash } from "../src/core/digests.js";
 import { idLimits, StoreError, threadDigest } from "../src/index.js";
 import { openStore, text } from "./helpers.js";
 
@@ -136,5 +136,34 @@ describe("hostile ids", () => {
     const contextId = "😀".repeat(256); // 1024 bytes
     await store.append({ tenant, contextId }, { messageId: "m", provenance: "user", payload: text("p") });
     expect((await store.getThread({ tenant, contextId }))?.contextId).toBe(contextId);
+  });
+});
+
+describe("cached digests", () => {
+  it("are cut from slabs of their own, never from Node's buffer pool (a pool slice keeps its whole slab alive)", () => {
+    const made: Uint8Array[] = [];
+    const pooled: Buffer[] = [];
+    // Enough to fill several slabs, each digest made between two short-lived pool allocations, as on a send.
+    for (let i = 0; i < 300; i++) {
+      pooled.push(Buffer.from(`before ${i}`));
+      made.push(i % 2 === 0 ? threadHash("t", `c${i}`) : taskHash("t", `k${i}`));
+      pooled.push(Buffer.from(`after ${i}`));
+    }
+    const pools = new Set(pooled.map((b) => b.buffer));
+    for (const [i, bytes] of made.entries()) {
+      expect(pools.has(bytes.buffer as ArrayBuffer)).toBe(false);
+      expect(bytes.length).toBe(HASH_BYTES);
+      const tag = i % 2 === 0 ? "parley.thread.v1" : "parley.task.v1";
+      expect(toHex(bytes)).toBe(toHex(digest(tag, ["t", i % 2 === 0 ? `c${i}` : `k${i}`])));
+    }
+    // One after the other: 128 digests to a 4 KB slab, so 300 of them take three (four when the first was begun).
+    expect(new Set(made.map((b) => b.buffer)).size).toBeLessThanOrEqual(4);
+    expect(tenantHash("a tenant").buffer.byteLength).toBe(4096);
+  });
+
+  it("refuses text that is not hex of whole bytes rather than keep a short digest", () => {
+    expect(() => longLivedFromHex("abc")).toThrow(RangeError);
+    expect(() => longLivedFromHex("zz")).toThrow(RangeError);
+    expect(toHex(longLivedFromHex("00ff10"))).toBe("00ff10");
   });
 });

@@ -1,6 +1,6 @@
 // The identities of threads, tenants, tasks, message ids and push configs, the same in every backend: SHA-256
 // over a versioned domain tag and the fields, each length-prefixed, so distinct ids never share a digest.
-import { fromHex, lengthPrefixedUtf8, sha256Hex, toHex } from "./bytes.js";
+import { fromHex, lengthPrefixedUtf8, longLivedFromHex, sha256Hex, toHex } from "./bytes.js";
 import { checkId } from "./ids.js";
 import { RecentMap, RecentPairMap } from "./recent-map.js";
 
@@ -45,7 +45,8 @@ const RECENT_DIGESTS = 4_096;
 /**
  * The digests of recently used threads, tenants and tasks, one cache per tag, keyed by the ids themselves: one
  * send hashes the same ids several times (lease, append, indexes, history read), and a key joined from the fields
- * would be a new string to hash on every lookup. The digests are never mutated.
+ * would be a new string to hash on every lookup. The digests are never mutated, and are cut from slabs of their
+ * own (longLivedFromHex), not from Node's pool.
  */
 const recentThreads = new RecentPairMap<Uint8Array>(RECENT_DIGESTS);
 const recentTasks = new RecentPairMap<Uint8Array>(RECENT_DIGESTS);
@@ -57,7 +58,7 @@ function cachedPair(cache: RecentPairMap<Uint8Array>, tag: string, first: string
   let found = cache.get(first, second);
   if (found === undefined) {
     const hex = hexDigest(tag, [first, second]);
-    found = fromHex(hex);
+    found = longLivedFromHex(hex);
     hexes.set(found, hex);
     cache.set(first, second, found);
   }
@@ -70,7 +71,7 @@ export const taskHash = (tenant: string, taskId: string) => cachedPair(recentTas
 export function tenantHash(tenant: string): Uint8Array {
   let found = recentTenants.get(tenant);
   if (found === undefined) {
-    found = digest("parley.tenant.v1", [tenant]);
+    found = longLivedFromHex(hexDigest("parley.tenant.v1", [tenant]));
     recentTenants.set(tenant, found);
   }
   return found;
