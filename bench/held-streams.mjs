@@ -11,7 +11,7 @@
 //
 // The server runs in this process; the clients run in a child process, so their memory is not counted.
 import { fork } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
@@ -22,6 +22,8 @@ const args = parseFlags(process.argv.slice(2));
 const root = resolve(args.root ?? new URL("..", import.meta.url).pathname);
 const count = Number(args.count ?? 1000);
 const delay = Number(args.delay ?? 700);
+// Made up front: a missing --snapshot directory failed the run only after the streams were opened.
+if (args.snapshot !== undefined && args.client !== "true") mkdirSync(args.snapshot, { recursive: true });
 
 if (args.client === "true") {
   // The client side: opens streams on request and reports when every one has its first event.
