@@ -121,6 +121,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const backend = await createStore({
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
     sync: config.durability === "synced",
+    writeBufferBytes: config.writeBufferMb * 1024 * 1024,
     timeoutMs: config.scaleOut.dbTimeoutMs,
     // node-postgres hangs the whole client (its config and statements) on the error: log what went wrong only.
     onError: (err) =>

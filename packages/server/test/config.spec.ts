@@ -228,6 +228,9 @@ describe("a wrong configuration refuses to start", spawning, () => {
       expect.stringMatching(/^push\.allowedAddresses\[1\] .*expected an IP address/),
       expect.stringMatching(/^push\.allowedAddresses\[2\] .*four-part decimal/),
     ]);
+    expect(problemsOf(() => loadConfig({ env: { PARLEY_WRITE_BUFFER_MB: "0" } }))).toEqual([
+      expect.stringMatching(/^writeBufferMb \(environment PARLEY_WRITE_BUFFER_MB\): Too small/),
+    ]);
     expect(problemsOf(() => loadConfig({ env: { PARLEY_AGENT: "gpt" } }))).toEqual([
       'PARLEY_AGENT (environment PARLEY_AGENT): Invalid option: expected one of "echo"|"openai"|"conformance"',
     ]);
@@ -276,6 +279,7 @@ describe("the promised names keep working", () => {
     ["PARLEY_PUSH_ALLOWED_HOSTS", "hooks.internal", "push.allowedHosts", ["hooks.internal"]],
     ["PARLEY_PUSH_ALLOWED_ADDRESSES", "10.0.0.5, fd00::/8", "push.allowedAddresses", ["10.0.0.5", "fd00::/8"]],
     ["PARLEY_LOG_LEVEL", "warn", "logLevel", "warn"],
+    ["PARLEY_WRITE_BUFFER_MB", "8", "writeBufferMb", 8],
     ["PORT", "9080", "bridge.port", 9080],
     ["BRIDGE_HOST", "0.0.0.0", "bridge.host", "0.0.0.0"],
     ["BRIDGE_PUBLIC_URL", "https://a2a.example/", "bridge.publicUrl", "https://a2a.example/"],

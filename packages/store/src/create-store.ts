@@ -12,6 +12,8 @@ export interface CreateStoreOptions {
   readonly now?: () => number;
   /** LevelDB: fsync every write before acknowledging it (group commit: concurrent writes share one fsync). */
   readonly sync?: boolean;
+  /** LevelDB: bytes of writes gathered in memory before they go to disk (LevelThreadStoreOptions.writeBufferBytes). */
+  readonly writeBufferBytes?: number;
   /** PostgreSQL: longest wait for a pooled connection and for one statement (default 5 000 ms). */
   readonly timeoutMs?: number;
   /** PostgreSQL: pool size of this replica. */
@@ -51,6 +53,7 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
     path: options.url,
     ...(options.now ? { now: options.now } : {}),
     ...(options.sync !== undefined ? { sync: options.sync } : {}),
+    ...(options.writeBufferBytes !== undefined ? { writeBufferBytes: options.writeBufferBytes } : {}),
   });
   const leases = createLevelLeases();
   const events = createLevelEventLog({

@@ -1,3 +1,4 @@
+import { DEFAULT_WRITE_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES, MIN_WRITE_BUFFER_BYTES } from "@parley/store";
 import { z } from "zod";
 import { a2aOptionsSchema } from "../agents/a2a-options.js";
 import { conformanceOptionsSchema } from "../agents/conformance-options.js";
@@ -38,6 +39,7 @@ function setting<T extends z.ZodType>(schema: T, meta: SettingMeta): T {
 }
 
 const port = z.int().min(0).max(65_535);
+const mebibyte = 1024 * 1024;
 // A section may be left out of the file: its keys then take their defaults (every key has one).
 const section = <S extends z.core.$ZodLooseShape>(shape: S) => z.strictObject(shape).prefault({} as never);
 
@@ -157,6 +159,18 @@ export const parleyConfigSchema = z
       env: "PARLEY_DURABILITY",
       flag: "durability",
     }),
+    writeBufferMb: setting(
+      z
+        .int()
+        .min(MIN_WRITE_BUFFER_BYTES / mebibyte)
+        .max(MAX_WRITE_BUFFER_BYTES / mebibyte)
+        .default(DEFAULT_WRITE_BUFFER_BYTES / mebibyte),
+      {
+        description:
+          "LevelDB: MiB of writes gathered in memory before they are written to disk as one table; under steady writes the process holds up to twice this; smaller: less memory, more compaction work per turn as the store grows",
+        env: "PARLEY_WRITE_BUFFER_MB",
+      },
+    ),
     scaleOut: section({
       leaseTtlMs: setting(millis(300).default(15_000), {
         description: "context lease lifetime; a replica that stops renewing loses its tasks after this long",
