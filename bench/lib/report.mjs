@@ -189,7 +189,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     for (const [name, blocks] of Object.entries(scaling.growth)) {
       if (!blocks.length) continue;
       out.push(
-        `- CPU per send while the store fills, ${name}, blocks of ${blocks[0].requests} fresh-context sends: ` +
+        `- CPU per send while the store fills, ${name}, blocks of ${blocks[0].requests} fresh-context sends after ${settings.growthWarmup} unmeasured: ` +
           `${blocks.map((b) => `${(b.cpuMsPerRequest * 1000).toFixed(0)} us`).join(", ")} ` +
           `(last/first ${ratio(blocks.at(-1).cpuMsPerRequest / blocks[0].cpuMsPerRequest)}).`,
       );
