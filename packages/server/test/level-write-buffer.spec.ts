@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Task, TaskState } from "@parley/proto";
 import { afterAll, describe, expect, it } from "vitest";
-import { spawnServer } from "./fixtures/spawn-server.js";
+import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 import { userMessage } from "./harness.js";
 
 const env = { PARLEY_RATE_LIMIT: "0", PARLEY_LOG_LEVEL: "error", PARLEY_ECHO_REPLY: "task" };
@@ -15,34 +15,41 @@ const big = (i: number) => `${i} ${"y".repeat(200_000)}`;
 
 const tableFiles = (dir: string) => readdirSync(dir).filter((name) => name.endsWith(".ldb")).length;
 
-async function runTurns(dir: string, extraEnv: Record<string, string>) {
+/** Runs `use` against a server on `dir`, then stops it (SIGTERM: LevelDB closes, after the flushes it started). */
+async function withServer<T>(
+  dir: string,
+  extraEnv: Record<string, string>,
+  use: (server: SpawnedServer) => Promise<T>,
+) {
   const server = await spawnServer({ dataDir: dir, env: { ...env, ...extraEnv } });
   try {
+    return await use(server);
+  } finally {
+    server.child.kill("SIGTERM");
+    server.closeClients();
+    await server.exited;
+  }
+}
+
+/** Sends the turns and counts the table files LevelDB wrote by the time the server stopped. */
+async function runTurns(dir: string, extraEnv: Record<string, string>): Promise<number> {
+  await withServer(dir, extraEnv, async (server) => {
     const a2a = server.a2a();
     for (let i = 0; i < turns; i++) {
       const res = await a2a.sendMessage({ message: userMessage(big(i), { contextId: "big" }) });
       expect((res.payload.value as Task).status?.state).toBe(TaskState.COMPLETED);
     }
-  } finally {
-    server.child.kill("SIGTERM");
-    server.closeClients();
-    await server.exited;
-  }
-  // Closed: LevelDB has finished the flushes it started.
+  });
   return tableFiles(dir);
 }
 
-async function threadLength(dir: string, extraEnv: Record<string, string>): Promise<number> {
-  const server = await spawnServer({ dataDir: dir, env: { ...env, ...extraEnv } });
-  try {
+/** How many messages the thread holds after a restart, every one of them read back. */
+function threadLength(dir: string, extraEnv: Record<string, string>): Promise<number> {
+  return withServer(dir, extraEnv, async (server) => {
     const history = await server.threads().getThreadHistory({ contextId: "big", pageSize: 500 });
     expect(history.messages).toHaveLength(Number(history.thread?.messageCount));
     return Number(history.thread?.messageCount);
-  } finally {
-    server.child.kill("SIGTERM");
-    server.closeClients();
-    await server.exited;
-  }
+  });
 }
 
 describe("the LevelDB write buffer (PARLEY_WRITE_BUFFER_MB)", () => {
