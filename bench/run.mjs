@@ -16,7 +16,8 @@ if (args.has("--help") || args.has("-h")) {
   process.stdout.write(`npm run bench [-- FLAGS]   (or: node bench/run.mjs FLAGS, after npm run build)
 
 Runs every server in its own process against one load generator and prints one table of req/s, latency and
-CPU per request with each Parley row's ratio to its anchor, then the scaling figures.
+CPU per request with each Parley row's ratio to its anchor, LevelDB's group commit and V8's garbage collector per
+request under it, then the scaling figures.
 
   --no-scaling           only the table
   --scaling              only the scaling figures
@@ -118,14 +119,21 @@ async function measure(server, row) {
   };
   let before;
   let commitsBefore;
+  // A --base checkout's servers may predate the GC record: their rows then have no GC figures.
+  let gcMarked = false;
   const afterWarmup = async () => {
     if (server.info.afterWarmup) await server.request("afterWarmup");
     if (server.info.dbCpu) await server.request("dbCpuMark");
     if (server.info.commits) commitsBefore = await server.request("commits");
+    gcMarked = await server.request("gcMark").then(
+      () => true,
+      () => false,
+    );
     before = await server.request("cpu");
   };
   const result = await load.request("run", { spec }, { phase: afterWarmup });
   const after = await server.request("cpu");
+  const gc = gcMarked ? await server.request("gcRead") : undefined;
   // LevelDB's group commit during the measured part: writes, batches and fsyncs per request.
   const commitsAfter = commitsBefore ? await server.request("commits") : undefined;
   const perRequest = (field) =>
@@ -145,6 +153,7 @@ async function measure(server, row) {
       : undefined,
     concurrency: spec.concurrency,
     serverCpuShare: cpuMs / result.elapsedMs,
+    gc,
   };
 }
 

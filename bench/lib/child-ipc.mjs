@@ -1,6 +1,7 @@
 // The server side of the orchestrator's control channel. Each server runs in
 // its own process, so CPU time and RSS read here belong to that server alone.
 import { readFileSync } from "node:fs";
+import { startGcRecord } from "./gc-record.mjs";
 
 /**
  * CPU time of the JavaScript (main) thread in ms, from the scheduler's own count in nanoseconds
@@ -17,8 +18,20 @@ function mainThreadMs() {
 }
 
 export function serveControl(handlers) {
+  let gcRecord;
   const builtin = {
     cpu: () => ({ usage: process.cpuUsage(), mainMs: mainThreadMs(), rss: process.memoryUsage.rss() }),
+    // The GCs of a measured part: gcMark starts the record (again, if one runs), gcRead ends it with its sums.
+    gcMark: () => {
+      gcRecord?.stop();
+      gcRecord = startGcRecord();
+    },
+    gcRead: () => {
+      const record = gcRecord;
+      gcRecord = undefined;
+      if (!record) throw new Error("gcRead without gcMark");
+      return record.stop();
+    },
     gc: async () => {
       if (typeof globalThis.gc === "function") {
         // Several passes with pauses: weak callbacks and finalizers of one pass free more in the next.

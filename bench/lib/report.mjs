@@ -101,6 +101,46 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     );
   }
 
+  const collected = rows.filter((r) => !r.skipped && r.gc && r.requests);
+  if (collected.length) {
+    const kb = (bytes, r) => num(bytes / r.requests / 1024, 1);
+    const perRequestUs = (microseconds, r) => num(microseconds / r.requests, 1);
+    const perThousand = (n, r) => num((1000 * n) / r.requests, 2);
+    out.push("");
+    out.push(
+      "V8's garbage collector per request (v8.GCProfiler in each server, measured part only; pauses on the JavaScript thread, the work of V8's helper threads alongside is in the CPU outside it):",
+    );
+    out.push(
+      table(
+        [
+          "target",
+          "operation",
+          "allocated KB/req",
+          "copied by scavenges KB/req",
+          "promoted KB/req",
+          "scavenges per 1k req",
+          "scavenge pause us/req",
+          "mark-compacts per 1k req",
+          "mark-compact pause us/req",
+        ],
+        collected.map((r) => [
+          r.target,
+          `${r.spec.op === "send" ? "SendMessage" : "SendStreamingMessage"}${r.spec.contexts === "reused" ? " (reused ctx)" : ""}`,
+          kb(r.gc.allocatedBytes, r),
+          kb(r.gc.copiedBytes, r),
+          kb(r.gc.promotedBytes, r),
+          perThousand(r.gc.scavenges, r),
+          perRequestUs(r.gc.scavengeUs, r),
+          perThousand(r.gc.markCompacts, r),
+          perRequestUs(r.gc.markCompactUs, r),
+        ]),
+      ),
+    );
+    out.push(
+      "Copied is what the scavenges found alive in the young generation (mostly the requests in flight); promoted is what they moved to the old generation, which mark-compacts then trace; mark-compact pauses include the incremental marking steps on the JavaScript thread.",
+    );
+  }
+
   const twins = rows.filter((r) => r.baseOf && !r.skipped && byId.get(r.baseOf)?.rps);
   if (twins.length) {
     out.push("");
