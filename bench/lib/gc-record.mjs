@@ -6,6 +6,7 @@ import { GCProfiler, getHeapSpaceStatistics } from "node:v8";
 const YOUNG = new Set(["new_space", "new_large_object_space"]);
 const OLD = new Set(["old_space", "large_object_space"]);
 
+/** Bytes used in the named spaces; GCProfiler names the fields in camelCase, v8.getHeapSpaceStatistics in snake_case. */
 function used(spaces, names) {
   let bytes = 0;
   for (const s of spaces) if (names.has(s.spaceName ?? s.space_name)) bytes += s.spaceUsedSize ?? s.space_used_size;

@@ -4,6 +4,9 @@ const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const totalCpu = (r) => r.cpuMsPerRequest + (r.dbCpuMsPerRequest ?? 0);
 const us = (msValue) => (Number.isFinite(msValue) ? `${(msValue * 1000).toFixed(0)} us` : "-");
 const ratio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "-");
+/** A row's operation as the tables name it: the RPC, and whether its sends reuse one context. */
+const operationOf = (r) =>
+  `${r.spec.op === "send" ? "SendMessage" : "SendStreamingMessage"}${r.spec.contexts === "reused" ? " (reused ctx)" : ""}`;
 
 function table(header, lines) {
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => String(l[i]).length)));
@@ -27,7 +30,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
   );
   out.push("");
   const lines = rows.map((r) => {
-    const op = `${r.spec.op === "send" ? "SendMessage" : "SendStreamingMessage"}${r.spec.contexts === "reused" ? " (reused ctx)" : ""}`;
+    const op = operationOf(r);
     if (r.skipped) return [r.target, op, "skipped", "", "", "", "", "", "", "", "", "", "", "", r.skipped.slice(0, 60)];
     const a = r.anchor ? byId.get(r.anchor) : undefined;
     const stream = r.spec.op === "stream";
@@ -87,7 +90,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
         ["target", "operation", "in flight", "writes/req", "batches/req", "fsyncs/req", "writes per batch"],
         committed.map((r) => [
           r.target,
-          `${r.spec.op === "send" ? "SendMessage" : "SendStreamingMessage"}${r.spec.contexts === "reused" ? " (reused ctx)" : ""}`,
+          operationOf(r),
           r.concurrency,
           num(r.commits.writes, 2),
           num(r.commits.batches, 2),
@@ -125,7 +128,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
         ],
         collected.map((r) => [
           r.target,
-          `${r.spec.op === "send" ? "SendMessage" : "SendStreamingMessage"}${r.spec.contexts === "reused" ? " (reused ctx)" : ""}`,
+          operationOf(r),
           kb(r.gc.allocatedBytes, r),
           kb(r.gc.copiedBytes, r),
           kb(r.gc.promotedBytes, r),
