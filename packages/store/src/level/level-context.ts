@@ -1,11 +1,12 @@
 // What every job of the LevelDB backend shares: the handle, the write path, the locks and the caches.
 import { toHex } from "../core/bytes.js";
+import { DigestFilter } from "../core/digest-filter.js";
 import { digestHex } from "../core/digests.js";
 import { RecentMap } from "../core/recent-map.js";
 import { StoreError } from "../types.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import { type BatchWriter, createBatchWriter } from "./level-batch-writer.js";
-import { type Db, key, T_META } from "./level-keys.js";
+import { type Db, key, prefixEnd, T_META } from "./level-keys.js";
 import { decodeMeta, decodeOrCorrupt, type LevelMeta } from "./level-records.js";
 import { RecentTails } from "./recent-tails.js";
 
@@ -53,6 +54,16 @@ export interface LevelContext {
   readonly metas: RecentMap<string, LevelMeta>;
   /** The newest messages of recently used threads; same soundness argument as the metas. */
   readonly tails: RecentTails;
+  /**
+   * The digests of every thread the store holds (and of some it no longer
+   * does), once `scanThreads` has read the stored ones: a new conversation's
+   * append then needs no read to learn that its thread does not exist, a
+   * read that misses in every LevelDB level, and that cost more the larger the
+   * store (measured: 13.7 us per send on an empty store, 39.5 at 1 000 000
+   * threads). Sound for the same reason as the caches: every thread is created
+   * in this process, and added here before its batch is written.
+   */
+  readonly threads: DigestFilter;
 }
 
 export function createLevelContext(db: Db, sync: boolean, now: () => number): LevelContext {
@@ -65,8 +76,32 @@ export function createLevelContext(db: Db, sync: boolean, now: () => number): Le
     taskPositions: new RecentMap(TASK_POSITION_CACHE_SIZE),
     metas: new RecentMap(META_CACHE_SIZE),
     tails: new RecentTails(TAIL_CACHE_MESSAGES, TAIL_CACHE_BYTES),
+    threads: new DigestFilter(),
   };
 }
+
+/** Whether the thread may exist: false only when the filter holds every stored thread and not this one. */
+export const mayExist = (ctx: LevelContext, th: Uint8Array) => ctx.threads.mayHold(th);
+
+/** Reads the stored threads into `ctx.threads` and marks it complete; stops early (incomplete) once `stop()`. */
+export async function scanThreads(ctx: LevelContext, stop: () => boolean): Promise<void> {
+  // A snapshot from here on: a thread created after is added by its append (before its batch), one before is read.
+  const keys = ctx.db.keys({ gte: T_META, lt: prefixEnd(T_META) });
+  try {
+    for (;;) {
+      if (stop()) return;
+      const chunk = await keys.nextv(SCAN_CHUNK);
+      if (chunk.length === 0) break;
+      for (const k of chunk) ctx.threads.add(k.subarray(T_META.length));
+    }
+  } finally {
+    await keys.close();
+  }
+  ctx.threads.complete();
+}
+
+/** Keys per step of the scan: large enough that its crossings are few, small enough to stop soon when closing. */
+const SCAN_CHUNK = 1_000;
 
 /**
  * Reads one small record synchronously. From LevelDB's cache that takes about

@@ -137,7 +137,7 @@ export async function importThread(
         lastSequence: sequence,
         listedAt: listedAt(meta, updatedAt),
       };
-      ops.push(...threadIndexOps(th, meta, next));
+      ops.push(...threadIndexOps(ctx, th, meta, next));
     }
     const sorted = [...newTasks].sort((a, b) => (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
     remember(ctx, th, undefined);

@@ -15,7 +15,7 @@ import {
   type ThreadMeta,
   type ThreadStore,
 } from "../types.js";
-import { createLevelContext, type LevelContext, pointRead } from "./level-context.js";
+import { createLevelContext, type LevelContext, pointRead, scanThreads } from "./level-context.js";
 import type { Db } from "./level-keys.js";
 import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
@@ -87,6 +87,11 @@ export interface LevelThreadStore extends ThreadStore {
   purgeIdleThreads(query: RetentionQuery, hooks?: LevelRetentionHooks): Promise<RetentionResult>;
   /** Writes, batches and synced batches of the group commit so far (shows how many writes share an fsync). */
   commitStats(): CommitStats;
+  /**
+   * Settles once the stored threads are read into the store's thread filter (started when it opens): true
+   * when the filter then holds them all, false when the scan stopped (the store closed, or a read failed).
+   */
+  threadsScanned(): Promise<boolean>;
 }
 
 /**
@@ -170,8 +175,19 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     },
     taskDigest: taskHash,
   };
+  // The stored threads are read into the filter in the background, from the open on: until it holds them all,
+  // appends read the meta as before. A failed scan leaves it incomplete, so nothing is ever answered from it.
+  const scanned = op("scanThreads", () => scanThreads(ctx, () => closing !== undefined)).then(
+    () => ctx.threads.completed,
+    () => false,
+  );
   return {
-    ...bindJobs<Omit<LevelThreadStore, "close" | "keyspace" | "commitStats">, LevelContext>(ctx, jobs, op),
+    ...bindJobs<Omit<LevelThreadStore, "close" | "keyspace" | "commitStats" | "threadsScanned">, LevelContext>(
+      ctx,
+      jobs,
+      op,
+    ),
+    threadsScanned: () => scanned,
     keyspace: () => keyspace,
     commitStats: () => ctx.write.stats(),
     close() {

@@ -6,6 +6,7 @@ import type { AppendInput, AppendResult, StoredMessage, TaskRecord, ThreadKey, T
 import {
   cachedMeta,
   type LevelContext,
+  mayExist,
   parseMeta,
   pointRead,
   readMeta,
@@ -54,7 +55,7 @@ export function listedAt(old: LevelMeta | undefined, updatedAt: number): number 
 
 /**
  * The ops that write the thread's new meta and move its listing index when
- * its listedAt changed.
+ * its listedAt changed; a new thread (no `old`) is added to the thread filter.
  *
  * The sweep index is not moved: a thread gets its entry when it is created,
  * and sweepThreads moves an entry it finds too early to the thread's current
@@ -62,7 +63,15 @@ export function listedAt(old: LevelMeta | undefined, updatedAt: number): number 
  * before its updatedAt, so a sweep still finds every thread older than its
  * cutoff, and an append writes two records fewer (measured in the commit).
  */
-export function threadIndexOps(th: Uint8Array, old: LevelMeta | undefined, next: LevelMeta): BatchOp[] {
+export function threadIndexOps(
+  ctx: LevelContext,
+  th: Uint8Array,
+  old: LevelMeta | undefined,
+  next: LevelMeta,
+): BatchOp[] {
+  // A new thread joins the thread filter here, where its meta's put is made: before its batch is written, so no
+  // append can find the filter without it once the thread may exist (a failed write only leaves a false "maybe").
+  if (!old) ctx.threads.add(th);
   const ops: BatchOp[] = [{ type: "put", key: key(T_META, th), value: encodeMeta(next) }];
   if (old?.listedAt === next.listedAt) return ops;
   const tn = tenantHash(next.tenant);
@@ -118,10 +127,12 @@ export async function append(
     const metaKey = key(T_META, th);
     // A fresh id needs no retry lookup and gets no index entry.
     const idKey = input.fresh ? undefined : key(T_MESSAGE_ID, th, messageIdHash(input.messageId));
-    // At most two point reads (the meta unless cached, the id index of an existing thread), then one batch.
+    // At most two point reads (the meta unless cached or the thread filter knows the thread is new, the id index of
+    // an existing thread), then one batch.
     let meta: LevelMeta | undefined = cachedMeta(ctx, th, tenant, contextId);
     let rawIds: Uint8Array | undefined;
-    if (!meta) {
+    // A new conversation's thread is not there: the filter says so without a read through every level.
+    if (!meta && mayExist(ctx, th)) {
       meta = parseMeta(metaKey, pointRead(ctx, metaKey), tenant, contextId);
     }
     if (idKey && meta) rawIds = pointRead(ctx, idKey);
@@ -147,7 +158,7 @@ export async function append(
     };
     const ops: BatchOp[] = [
       { type: "put", key: messageKey(th, sequence), value: encodeMessage(message) },
-      ...threadIndexOps(th, meta, next),
+      ...threadIndexOps(ctx, th, meta, next),
     ];
     if (idEntry) ops.push({ type: "put", key: idEntry.key, value: encodeMessageIdEntries(idEntry.entries) });
     if (extra) ops.push(...extra);
@@ -218,7 +229,7 @@ export async function importMessages(
       lastSequence: sequence,
       listedAt: listedAt(meta, now),
     };
-    ops.push(...threadIndexOps(th, meta, next));
+    ops.push(...threadIndexOps(ctx, th, meta, next));
     await ctx.write(ops);
     return publicMeta(next);
   });
