@@ -85,7 +85,8 @@ export const mayExist = (ctx: LevelContext, th: Uint8Array) => ctx.threads.mayHo
 
 /** Reads the stored threads into `ctx.threads` and marks it complete; stops early (incomplete) once `stop()`. */
 export async function scanThreads(ctx: LevelContext, stop: () => boolean): Promise<void> {
-  // A snapshot from here on: a thread created after is added by its append (before its batch), one before is read.
+  // Whenever the iterator takes its snapshot, it holds every thread stored before the open; a thread created since
+  // was added by threadIndexOps before its batch, whether or not the snapshot has it.
   const keys = ctx.db.keys({ gte: T_META, lt: prefixEnd(T_META) });
   try {
     for (;;) {
