@@ -80,9 +80,6 @@ export function createLevelContext(db: Db, sync: boolean, now: () => number): Le
   };
 }
 
-/** Whether the thread may exist: false only when the filter holds every stored thread and not this one. */
-export const mayExist = (ctx: LevelContext, th: Uint8Array) => ctx.threads.mayHold(th);
-
 /** Reads the stored threads into `ctx.threads` and marks it complete; stops early (incomplete) once `stop()`. */
 export async function scanThreads(ctx: LevelContext, stop: () => boolean): Promise<void> {
   // Whenever the iterator takes its snapshot, it holds every thread stored before the open; a thread created since

@@ -6,7 +6,6 @@ import type { AppendInput, AppendResult, StoredMessage, TaskRecord, ThreadKey, T
 import {
   cachedMeta,
   type LevelContext,
-  mayExist,
   parseMeta,
   pointRead,
   readMeta,
@@ -132,7 +131,7 @@ export async function append(
     let meta: LevelMeta | undefined = cachedMeta(ctx, th, tenant, contextId);
     let rawIds: Uint8Array | undefined;
     // A new conversation's thread is not there: the filter says so without a read through every level.
-    if (!meta && mayExist(ctx, th)) {
+    if (!meta && ctx.threads.mayHold(th)) {
       meta = parseMeta(metaKey, pointRead(ctx, metaKey), tenant, contextId);
     }
     if (idKey && meta) rawIds = pointRead(ctx, idKey);
