@@ -255,18 +255,16 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
         `(ratio ${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)}; the JavaScript thread ${us(f.empty.mainMsPerRequest)} vs ` +
         `${us(f.full.mainMsPerRequest)}, the other threads (LevelDB compaction, libuv pool, V8 workers) ` +
         `${us(f.empty.othersMsPerRequest)} vs ${us(f.full.othersMsPerRequest)}), ${num(f.empty.rps)} vs ${num(f.full.rps)} req/s; ` +
-        (f.emptyFirst && f.fullFirst
-          ? `in the first blocks (the empty store's while V8 compiles the send path, the full store's with the seek ` +
-            `compactions the fill left) ${us(f.emptyFirst.cpuMsPerRequest)} vs ${us(f.fullFirst.cpuMsPerRequest)} ` +
-            `(ratio ${ratio(f.fullFirst.cpuMsPerRequest / f.emptyFirst.cpuMsPerRequest)}; the other threads ` +
-            `${us(f.emptyFirst.othersMsPerRequest)} vs ${us(f.fullFirst.othersMsPerRequest)}).`
-          : ""),
+        `in the first blocks (the empty store's while V8 compiles the send path, the full store's with the seek ` +
+        `compactions the fill left) ${us(f.emptyFirst.cpuMsPerRequest)} vs ${us(f.fullFirst.cpuMsPerRequest)} ` +
+        `(ratio ${ratio(f.fullFirst.cpuMsPerRequest / f.emptyFirst.cpuMsPerRequest)}; the other threads ` +
+        `${us(f.emptyFirst.othersMsPerRequest)} vs ${us(f.fullFirst.othersMsPerRequest)}).`,
     );
     targets.push([
       `Flat cost: CPU per send after ${num(f.threads)} stored threads within 1.2x of an empty store's` +
         (f.threads < 1_000_000 ? " (the target names 1 000 000: --flat-threads=1000000)" : ""),
       `${us(f.full.cpuMsPerRequest)} vs ${us(f.empty.cpuMsPerRequest)} (${ratio(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest)}), second blocks` +
-        (f.fullFirst ? `; first ${ratio(f.fullFirst.cpuMsPerRequest / f.emptyFirst.cpuMsPerRequest)}` : ""),
+        `; first ${ratio(f.fullFirst.cpuMsPerRequest / f.emptyFirst.cpuMsPerRequest)}`,
       verdict(f.full.cpuMsPerRequest / f.empty.cpuMsPerRequest <= 1.2),
     ]);
   }
