@@ -10,7 +10,7 @@ export interface TaskEventSource {
 
 /**
  * Registers `listener` to be called once when a follower's reader goes away (at once when it already has) and
- * returns the function that stops listening: `onAbort` of the handler's context (in-process-context.ts), which
+ * returns the function that stops listening: `onAbort` of the handler's context (call-context.ts), which
  * makes no AbortSignal for an in-process call. A Node 20 AbortSignal is kept until the next mark-compact, whatever
  * holds it (its prototype is swapped when it is made), and with it every listener still on it.
  */

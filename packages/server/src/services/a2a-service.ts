@@ -14,11 +14,11 @@ import {
   TaskState,
 } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
+import { onAbort } from "../call-context.js";
 import type { ParleyConfig } from "../config.js";
 import type { Engine, SendOptions } from "../engine/engine.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { createTypedError, fromStore, invalidArgument, taskNotFound } from "../errors.js";
-import { onAbort } from "../in-process-context.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
 import { type Resumable, subscribeFromLog } from "../replicas/resume.js";

@@ -2,9 +2,10 @@ import { getEventListeners } from "node:events";
 import { Code, ConnectError, createHandlerContext } from "@connectrpc/connect";
 import { A2AService } from "@parley/proto";
 import { describe, expect, it } from "vitest";
-import { createInProcessContext, type InProcessContextInit, onAbort } from "../src/in-process-context.js";
+import { type CallContextInit, createCallContext, onAbort } from "../src/call-context.js";
 
-const init = (over: Partial<InProcessContextInit> = {}): InProcessContextInit => ({
+const init = (over: Partial<CallContextInit> = {}): CallContextInit => ({
+  protocolName: "in-process",
   service: A2AService,
   method: A2AService.method.sendMessage,
   requestMethod: "POST",
@@ -17,11 +18,11 @@ const init = (over: Partial<InProcessContextInit> = {}): InProcessContextInit =>
 
 const over = new ConnectError("the call is over", Code.Canceled);
 
-describe("the in-process handler context", () => {
+describe("the lean handler context", () => {
   it("listens on nothing until its signal is read, and a signal read after the call is already aborted with the call's end", () => {
     const caller = new AbortController();
     const shutdown = new AbortController();
-    const ctx = createInProcessContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
+    const ctx = createCallContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
     expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
     ctx.abort(over);
     expect(ctx.signal.aborted).toBe(true);
@@ -32,7 +33,7 @@ describe("the in-process handler context", () => {
   it("fires on the caller's abort with its reason once read, and removes its listeners when the call ends", () => {
     const caller = new AbortController();
     const shutdown = new AbortController();
-    const ctx = createInProcessContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
+    const ctx = createCallContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
     const { signal } = ctx;
     expect(signal.aborted).toBe(false);
     expect(getEventListeners(caller.signal, "abort")).toHaveLength(1);
@@ -46,33 +47,33 @@ describe("the in-process handler context", () => {
 
   it("carries the caller's or the shutdown's reason when they came before the signal was read", () => {
     const caller = new AbortController();
-    const ctx = createInProcessContext(init({ requestSignal: caller.signal }));
+    const ctx = createCallContext(init({ requestSignal: caller.signal }));
     caller.abort("gone");
     ctx.abort(over);
     expect(ctx.signal.reason).toBe("gone");
 
     const shutdown = new AbortController();
-    const other = createInProcessContext(init({ shutdownSignal: shutdown.signal }));
+    const other = createCallContext(init({ shutdownSignal: shutdown.signal }));
     shutdown.abort("stopping");
     expect(other.signal.reason).toBe("stopping");
   });
 
   it("ends at its deadline, read or not, and reports the time left", async () => {
-    const ctx = createInProcessContext(init({ timeoutMs: 20 }));
+    const ctx = createCallContext(init({ timeoutMs: 20 }));
     expect(ctx.timeoutMs()).toBeGreaterThan(0);
     await new Promise((resolve) => setTimeout(resolve, 40));
     expect(ctx.signal.aborted).toBe(true);
     expect(ConnectError.from(ctx.signal.reason).code).toBe(Code.DeadlineExceeded);
 
-    const read = createInProcessContext(init({ timeoutMs: 20 }));
+    const read = createCallContext(init({ timeoutMs: 20 }));
     const { signal } = read;
     await new Promise((resolve) => setTimeout(resolve, 40));
     expect(ConnectError.from(signal.reason).code).toBe(Code.DeadlineExceeded);
-    expect(createInProcessContext(init()).timeoutMs()).toBeUndefined();
+    expect(createCallContext(init()).timeoutMs()).toBeUndefined();
   });
 
   it("makes its response header and trailer once, when first read", () => {
-    const ctx = createInProcessContext(init());
+    const ctx = createCallContext(init());
     ctx.responseHeader.set("parley-stream-start", "3");
     expect(ctx.responseHeader.get("parley-stream-start")).toBe("3");
     expect(ctx.responseTrailer).toBe(ctx.responseTrailer);
@@ -81,7 +82,7 @@ describe("the in-process handler context", () => {
   it("tells onAbort of the caller's abort, the deadline and the call's end, with only the caller's listeners", async () => {
     const caller = new AbortController();
     const shutdown = new AbortController();
-    const ctx = createInProcessContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
+    const ctx = createCallContext(init({ requestSignal: caller.signal, shutdownSignal: shutdown.signal }));
     const heard: string[] = [];
     const stop = onAbort(ctx, () => heard.push("first"));
     onAbort(ctx, () => heard.push("second"));
@@ -98,7 +99,7 @@ describe("the in-process handler context", () => {
     ctx.abort(over);
     expect(heard).toEqual(["second", "late"]);
 
-    const ended = createInProcessContext(init());
+    const ended = createCallContext(init());
     const onEnd: string[] = [];
     onAbort(ended, () => onEnd.push("ended"));
     ended.abort(over);
@@ -106,7 +107,7 @@ describe("the in-process handler context", () => {
     expect(onEnd).toEqual(["ended"]);
     expect(ended.signal.reason).toBe(over);
 
-    const timed = createInProcessContext(init({ timeoutMs: 10 }));
+    const timed = createCallContext(init({ timeoutMs: 10 }));
     const reasons: unknown[] = [];
     onAbort(timed, () => reasons.push(timed.signal.reason));
     await new Promise((resolve) => setTimeout(resolve, 30));

@@ -1,7 +1,9 @@
 import type { DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type HandlerContext } from "@connectrpc/connect";
 
-export interface InProcessContextInit {
+export interface CallContextInit {
+  /** "in-process" for the direct transport; the wire protocol ("grpc") for a call that came over the network. */
+  readonly protocolName: string;
   readonly service: DescService;
   readonly method: DescMethod;
   readonly requestMethod: string;
@@ -15,7 +17,7 @@ export interface InProcessContextInit {
 }
 
 /** A handler context whose call can be ended, as the network handlers end theirs. */
-export interface InProcessContext extends HandlerContext {
+export interface CallContext extends HandlerContext {
   /** Ends the call: the handler's signal fires with `reason`; listeners on the caller's signals are removed. */
   abort(reason: unknown): void;
 }
@@ -24,7 +26,8 @@ const timedOut = () => new ConnectError("the operation timed out", Code.Deadline
 const noTimeout = () => undefined;
 
 /**
- * The handler context of one in-process call, with only the objects the call
+ * The handler context of one call that Parley runs itself (an in-process call,
+ * or a unary gRPC call: see service-calls.ts), with only the objects the call
  * uses. connect's createHandlerContext builds a deadline controller and a
  * linked controller with a listener on four signals, and copies the request
  * header into a new Headers, for every call.
@@ -41,8 +44,8 @@ const noTimeout = () => undefined;
  * at the deadline, and when the call ends; read after any of those, it is
  * already aborted with that reason.
  */
-export function createInProcessContext(init: InProcessContextInit): InProcessContext {
-  return new InProcessCallContext(init);
+export function createCallContext(init: CallContextInit): CallContext {
+  return new LeanCallContext(init);
 }
 
 const noop = () => {};
@@ -54,7 +57,7 @@ const noop = () => {};
  * builds no AbortController and dispatches no abort event (about 10 us of CPU per call, Node 20).
  */
 export function onAbort(ctx: HandlerContext, listener: () => void): () => void {
-  if (ctx instanceof InProcessCallContext) return ctx.watch(listener);
+  if (ctx instanceof LeanCallContext) return ctx.watch(listener);
   const { signal } = ctx;
   if (signal.aborted) {
     listener();
@@ -68,10 +71,10 @@ export function onAbort(ctx: HandlerContext, listener: () => void): () => void {
  * A class rather than an object literal with getters: V8 builds a literal with accessors in its runtime, a call
  * out of JavaScript per context, while instances of a class share their getters on the prototype.
  */
-class InProcessCallContext implements InProcessContext {
+class LeanCallContext implements CallContext {
   readonly service: DescService;
   readonly method: DescMethod;
-  readonly protocolName = "in-process";
+  readonly protocolName: string;
   readonly requestMethod: string;
   readonly url: string;
   readonly requestHeader: Headers;
@@ -89,7 +92,8 @@ class InProcessCallContext implements InProcessContext {
   private header: Headers | undefined;
   private trailer: Headers | undefined;
 
-  constructor(init: InProcessContextInit) {
+  constructor(init: CallContextInit) {
+    this.protocolName = init.protocolName;
     this.service = init.service;
     this.method = init.method;
     this.requestMethod = init.requestMethod;
