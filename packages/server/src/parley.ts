@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { Code, ConnectError, type ConnectRouter, createConnectRouter, type Transport } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
+import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   A2AService,
   AccessService,
@@ -40,6 +41,7 @@ import {
 } from "./interceptors/decode-errors.js";
 import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
+import { createGrpcUnaryRoute } from "./listen/grpc-unary.js";
 import { createHttpFront } from "./listen/http-front.js";
 import { createLogger, type Logger } from "./logger.js";
 import { instrumentAgent, instrumentStore, traceTurn } from "./observability/instrument.js";
@@ -54,6 +56,7 @@ import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
 import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
 import { retentionPolicy } from "./retention/retention-policy.js";
 import { createRetentionSweeper, type RetentionSweeper } from "./retention/retention-sweeper.js";
+import { createServiceCalls } from "./service-calls.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createAccessServiceImpl } from "./services/access-service.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
@@ -307,6 +310,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   setMaxListeners(0, shutdown.signal);
   const routerOptions = {
     interceptors,
+    // connect-node's own default, named here so the unary gRPC route takes the same encodings.
+    acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes: config.limits.maxMessageBytes,
     shutdownSignal: shutdown.signal,
     // Forward compatibility (A2A: ignore unrecognised fields): a peer a minor version ahead is served, and
@@ -317,6 +322,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     binaryOptions: { readUnknownFields: false },
   };
 
+  const callable = new Map(services.map((s) => [s.service.typeName, s]));
   let server: DualProtocolServer | undefined;
   let closing: Promise<void> | undefined;
   let draining: Promise<void> | undefined;
@@ -329,8 +335,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     observability,
     health,
     routes,
-    inProcessTransport: () =>
-      createDirectTransport(new Map(services.map((s) => [s.service.typeName, s])), interceptors, shutdown.signal),
+    inProcessTransport: () => createDirectTransport(callable, interceptors, shutdown.signal),
     agentCard: (opts) => agentCard(opts),
     agentNames: () => [...names],
     retention: { run: () => retentionSweeper.run() },
@@ -344,7 +349,16 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           res.end(`no such RPC: ${req.url}\n`);
         },
       });
-      const listener = createDualProtocolServer(createHttpFront({ observability, health }, handler), {
+      // Unary calls of Parley's own services over gRPC skip connect-node's streaming pipeline (grpc-unary.ts).
+      const grpcUnary = createGrpcUnaryRoute(
+        {
+          calls: createServiceCalls(callable, interceptors, shutdown.signal),
+          methods: services.flatMap((s) => s.service.methods),
+          handlerOptions: validateUniversalHandlerOptions(routerOptions),
+        },
+        handler,
+      );
+      const listener = createDualProtocolServer(createHttpFront({ observability, health }, grpcUnary), {
         limits: config.connections,
         maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,
         streamingRequestPaths: streamingRequestPaths(routes),

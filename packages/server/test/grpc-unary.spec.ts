@@ -1,0 +1,244 @@
+// Unary gRPC calls are answered by Parley's own route (src/listen/grpc-unary.ts), not by connect-node's
+// streaming pipeline. These tests hold it to what connect-node answered before: the same messages, codes, details,
+// encodings, deadlines and limits, checked on the wire (raw HTTP/2) and through connect-node's own client, with the
+// Connect protocol (still connect-node's route) as the reference where both can answer.
+
+import * as http2 from "node:http2";
+import { gunzipSync, gzipSync } from "node:zlib";
+import { create, fromBinary, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { Code, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  A2AService,
+  ErrorInfoSchema,
+  GetTaskRequestSchema,
+  SendMessageRequestSchema,
+  SendMessageResponseSchema,
+  TaskState,
+} from "@parley/proto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { percentDecoded } from "./fixtures/fuzz-responses.js";
+import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
+
+interface Answer {
+  readonly headers: http2.IncomingHttpHeaders;
+  readonly trailers: http2.IncomingHttpHeaders | undefined;
+  readonly body: Buffer;
+}
+
+const sendPath = "/lf.a2a.v1.A2AService/SendMessage";
+
+function post(session: http2.ClientHttp2Session, path: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) {
+  return new Promise<Answer>((resolve, reject) => {
+    const stream = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+      ...headers,
+    });
+    const chunks: Buffer[] = [];
+    let head: http2.IncomingHttpHeaders = {};
+    let trailers: http2.IncomingHttpHeaders | undefined;
+    stream.on("response", (h) => {
+      head = h;
+    });
+    stream.on("trailers", (t) => {
+      trailers = t;
+    });
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    stream.on("end", () => resolve({ headers: head, trailers, body: Buffer.concat(chunks) }));
+    stream.on("error", reject);
+    stream.end(body);
+  });
+}
+
+const envelope = (payload: Uint8Array, flags = 0) => {
+  const head = Buffer.alloc(5);
+  head[0] = flags;
+  head.writeUInt32BE(payload.byteLength, 1);
+  return Buffer.concat([head, payload]);
+};
+
+const sendBytes = (text: string, contextId?: string) =>
+  toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { message: userMessage(text, { contextId }) }));
+
+/** grpc-status and the decoded grpc-message, from trailers or a trailers-only answer's headers. */
+function statusOf(answer: Answer): { code: number; message: string } {
+  const fields = answer.trailers ?? answer.headers;
+  return { code: Number(fields["grpc-status"]), message: percentDecoded(String(fields["grpc-message"] ?? "")) };
+}
+
+/** The one message of a unary answer's body. */
+function messageOf(answer: Answer): { flags: number; data: Buffer } {
+  expect(answer.body.length).toBeGreaterThanOrEqual(5);
+  const length = answer.body.readUInt32BE(1);
+  expect(answer.body.length).toBe(5 + length);
+  return { flags: answer.body[0]!, data: answer.body.subarray(5) };
+}
+
+describe("unary gRPC calls (Parley's own route)", () => {
+  let server: TestServer;
+  let session: http2.ClientHttp2Session;
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      agents: [{ name: "echo", type: "echo", options: {} }],
+    });
+    session = http2.connect(server.baseUrl);
+  });
+  afterAll(async () => {
+    session.close();
+    await server.close();
+  });
+
+  it("answers a send in binary and in JSON, headers then the message then grpc-status 0 in the trailers", async () => {
+    const binary = await post(session, sendPath, {}, envelope(sendBytes("hello")));
+    expect(binary.headers[":status"]).toBe(200);
+    expect(binary.headers["content-type"]).toBe("application/grpc+proto");
+    expect(binary.headers["parley-request-id"]).toBeTruthy();
+    expect(binary.trailers?.["grpc-status"]).toBe("0");
+    const reply = fromBinary(SendMessageResponseSchema, messageOf(binary).data);
+    expect(reply.payload.case).toBe("task");
+
+    const json = toJsonString(
+      SendMessageRequestSchema,
+      create(SendMessageRequestSchema, { message: userMessage("j") }),
+    );
+    const answer = await post(
+      session,
+      sendPath,
+      { "content-type": "application/grpc+json" },
+      envelope(Buffer.from(json)),
+    );
+    expect(answer.headers["content-type"]).toBe("application/grpc+json");
+    expect(answer.trailers?.["grpc-status"]).toBe("0");
+    expect(JSON.parse(messageOf(answer).data.toString("utf8")).task.status.state).toBe("TASK_STATE_COMPLETED");
+  });
+
+  it("gives connect-node's gRPC client the same task the Connect route (connect-node's) gives", async () => {
+    const grpc = server.a2a("grpc");
+    const sent = await grpc.sendMessage({ message: userMessage("same over both") });
+    expect(sent.payload.case).toBe("task");
+    const taskId = sent.payload.case === "task" ? sent.payload.value.id : "";
+    const overGrpc = await grpc.getTask({ id: taskId });
+    const overConnect = await server.a2a("connect").getTask({ id: taskId });
+    expect(toJsonString(A2AService.method.getTask.output, overGrpc)).toBe(
+      toJsonString(A2AService.method.getTask.output, overConnect),
+    );
+    expect(overGrpc.status?.state).toBe(TaskState.COMPLETED);
+  });
+
+  it("answers a failed call trailers-only, with its typed details for the client", async () => {
+    const raw = await post(
+      session,
+      "/lf.a2a.v1.A2AService/GetTask",
+      {},
+      envelope(toBinary(GetTaskRequestSchema, create(GetTaskRequestSchema, { id: "nope" }))),
+    );
+    expect(raw.trailers).toBeUndefined();
+    expect(raw.body.length).toBe(0);
+    expect(statusOf(raw)).toEqual({ code: Code.NotFound, message: 'task "nope" was not found' });
+    expect(raw.headers["grpc-status-details-bin"]).toBeTruthy();
+
+    const error = await failure(server.a2a("grpc").getTask({ id: "nope" }));
+    expect(error.code).toBe(Code.NotFound);
+    expect(error.findDetails(ErrorInfoSchema)[0]?.reason).toBe("TASK_NOT_FOUND");
+  });
+
+  it("takes a gzip request, and compresses an answer of 1 KiB or more for a client that accepts gzip", async () => {
+    const zipped = await post(session, sendPath, { "grpc-encoding": "gzip" }, envelope(gzipSync(sendBytes("zip")), 1));
+    expect(zipped.trailers?.["grpc-status"]).toBe("0");
+    expect(zipped.headers["grpc-encoding"]).toBe("gzip");
+
+    const long = "x".repeat(3_000);
+    const answer = await post(session, sendPath, { "grpc-accept-encoding": "gzip" }, envelope(sendBytes(long)));
+    expect(answer.headers["grpc-encoding"]).toBe("gzip");
+    const { flags, data } = messageOf(answer);
+    expect(flags).toBe(1);
+    const reply = fromBinary(SendMessageResponseSchema, gunzipSync(data));
+    expect(JSON.stringify(toJsonString(SendMessageResponseSchema, reply))).toContain(long);
+
+    const short = await post(session, sendPath, { "grpc-accept-encoding": "gzip" }, envelope(sendBytes("short")));
+    expect(messageOf(short).flags).toBe(0);
+
+    // connect-node's client with gzip both ways.
+    const client = createClient(
+      A2AService,
+      createGrpcTransport({ baseUrl: server.baseUrl, sendCompression: undefined, useBinaryFormat: true }),
+    );
+    expect((await client.sendMessage({ message: userMessage(long) })).payload.case).toBe("task");
+  });
+
+  it("refuses what it cannot take with the code and message connect-es gives, naming what was wrong", async () => {
+    const cases: [string, http2.OutgoingHttpHeaders, Uint8Array, Code, string][] = [
+      [
+        "unknown encoding",
+        { "grpc-encoding": "snappy" },
+        envelope(sendBytes("x"), 1),
+        Code.Unimplemented,
+        'unknown compression "snappy": supported encodings are gzip,br',
+      ],
+      [
+        "compressed without an encoding",
+        {},
+        envelope(sendBytes("x"), 1),
+        Code.InvalidArgument,
+        "the request is not a valid lf.a2a.v1.SendMessageRequest: received compressed envelope, but do not know how to decompress",
+      ],
+      [
+        "not protobuf",
+        {},
+        envelope(Buffer.from([0x0a, 0xff, 0xff])),
+        Code.InvalidArgument,
+        "the request is not a valid lf.a2a.v1.SendMessageRequest: premature EOF",
+      ],
+      ["no message", {}, Buffer.alloc(0), Code.Unimplemented, "protocol error: missing input message for unary method"],
+      [
+        "two messages",
+        {},
+        Buffer.concat([envelope(sendBytes("a")), envelope(sendBytes("b"))]),
+        Code.Unimplemented,
+        "protocol error: received extra input message for unary method",
+      ],
+      [
+        "a cut envelope",
+        {},
+        envelope(sendBytes("a")).subarray(0, 10),
+        Code.InvalidArgument,
+        "protocol error: incomplete envelope",
+      ],
+      [
+        "a bad deadline",
+        { "grpc-timeout": "soon" },
+        envelope(sendBytes("t")),
+        Code.InvalidArgument,
+        "protocol error: invalid grpc timeout value: soon",
+      ],
+      [
+        "an oversize message",
+        {},
+        envelope(Buffer.alloc(2 * 1024 * 1024, 1)),
+        Code.ResourceExhausted,
+        "message size 2097152 is larger than configured readMaxBytes 1048576",
+      ],
+    ];
+    for (const [what, headers, body, code, message] of cases) {
+      const answer = await post(session, sendPath, headers, body);
+      expect({ what, ...statusOf(answer) }).toEqual({ what, code, message });
+    }
+    // The refused encoding is named in the answer, as gRPC's compression spec asks.
+    const refused = await post(session, sendPath, { "grpc-encoding": "snappy" }, envelope(sendBytes("x"), 1));
+    expect(refused.headers["grpc-accept-encoding"]).toBe("gzip,br");
+  });
+
+  it("leaves streaming calls, health checks and unknown paths to connect-node", async () => {
+    const events = [];
+    for await (const e of server.a2a("grpc").sendStreamingMessage({ message: userMessage("stream") })) events.push(e);
+    expect(events.at(-1)?.payload.case).toBe("statusUpdate");
+    const unknown = await post(session, "/lf.a2a.v1.A2AService/Nope", {}, envelope(sendBytes("x")));
+    expect(unknown.headers[":status"]).toBe(404);
+    const health = await post(session, "/grpc.health.v1.Health/Check", {}, envelope(new Uint8Array(0)));
+    expect(health.trailers?.["grpc-status"]).toBe("0");
+  });
+});
