@@ -83,7 +83,10 @@ describe("unary gRPC calls (Parley's own route)", () => {
 
   beforeAll(async () => {
     server = await startTestServer({
-      agents: [{ name: "echo", type: "echo", options: {} }],
+      agents: [
+        { name: "echo", type: "echo", options: {} },
+        { name: "slow", type: "echo", options: { delayMs: 300, chunks: 1 } },
+      ],
     });
     session = http2.connect(server.baseUrl);
   });
@@ -230,6 +233,48 @@ describe("unary gRPC calls (Parley's own route)", () => {
     // The refused encoding is named in the answer, as gRPC's compression spec asks.
     const refused = await post(session, sendPath, { "grpc-encoding": "snappy" }, envelope(sendBytes("x"), 1));
     expect(refused.headers["grpc-accept-encoding"]).toBe("gzip,br");
+  });
+
+  it("ends a blocking send at its deadline with DEADLINE_EXCEEDED, as the Connect route does, and the task runs on", async () => {
+    const started = Date.now();
+    const grpc = await post(
+      session,
+      sendPath,
+      { "grpc-timeout": "100m", "parley-agent": "slow" },
+      envelope(sendBytes("late")),
+    );
+    expect(Date.now() - started).toBeLessThan(280);
+    const { code, message } = statusOf(grpc);
+    expect(code).toBe(Code.DeadlineExceeded);
+    expect(message).toMatch(/^the call's deadline passed before task "[^"]+" ended; the task runs on/);
+    const taskId = /task "([^"]+)"/.exec(message)?.[1] ?? "";
+
+    const connect = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const stream = session.request({
+        ":method": "POST",
+        ":path": sendPath,
+        "content-type": "application/proto",
+        "connect-protocol-version": "1",
+        "connect-timeout-ms": "100",
+        "parley-agent": "slow",
+      });
+      const chunks: Buffer[] = [];
+      let status = 0;
+      stream.on("response", (h) => {
+        status = Number(h[":status"]);
+      });
+      stream.on("data", (c: Buffer) => chunks.push(c));
+      stream.on("end", () => resolve({ status, body: Buffer.concat(chunks).toString("utf8") }));
+      stream.on("error", reject);
+      stream.end(sendBytes("late over connect"));
+    });
+    expect(connect.status).toBe(504);
+    expect(JSON.parse(connect.body).code).toBe("deadline_exceeded");
+
+    // The deadline ended the wait, not the task.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const later = await server.a2a("grpc").getTask({ id: taskId });
+    expect(later.status?.state).toBe(TaskState.COMPLETED);
   });
 
   it("leaves streaming calls, health checks and unknown paths to connect-node", async () => {

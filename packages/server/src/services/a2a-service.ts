@@ -60,7 +60,12 @@ function settledOrGone(run: TaskRun, ctx: HandlerContext): Promise<void> {
   // One promise and one listener (Promise.race made two more promises and a reaction on each); onAbort, not
   // ctx.signal, so an in-process call makes no signal for it.
   return new Promise((resolve, reject) => {
-    const stop = onAbort(ctx, () => reject(callerGone()));
+    const stop = onAbort(ctx, () => {
+      // Read only now that the call is over: the signal then carries why (a lean context makes it on this read).
+      const reason: unknown = ctx.signal.reason;
+      const deadline = reason instanceof ConnectError && reason.code === Code.DeadlineExceeded;
+      reject(deadline ? deadlinePassed(run.taskId) : callerGone());
+    });
     void run.settled.then(() => {
       stop();
       resolve();
@@ -70,6 +75,14 @@ function settledOrGone(run: TaskRun, ctx: HandlerContext): Promise<void> {
 
 function callerGone(): ConnectError {
   return new ConnectError("the caller went away; the task runs on", Code.Canceled);
+}
+
+/** A blocking send's deadline (grpc-timeout, connect-timeout-ms) ended the wait, not the task. */
+function deadlinePassed(taskId: string): ConnectError {
+  return new ConnectError(
+    `the call's deadline passed before task ${JSON.stringify(taskId)} ended; the task runs on (GetTask or SubscribeToTask reads it)`,
+    Code.DeadlineExceeded,
+  );
 }
 
 /** The options of a send without a push config: one object for all of them. */
