@@ -41,7 +41,7 @@ import {
 } from "./interceptors/decode-errors.js";
 import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
-import { createGrpcUnaryRoute } from "./listen/grpc-unary.js";
+import { createGrpcRoute } from "./listen/grpc-route.js";
 import { createHttpFront } from "./listen/http-front.js";
 import { createLogger, type Logger } from "./logger.js";
 import { instrumentAgent, instrumentStore, traceTurn } from "./observability/instrument.js";
@@ -349,8 +349,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           res.end(`no such RPC: ${req.url}\n`);
         },
       });
-      // Unary calls of Parley's own services over gRPC skip connect-node's streaming pipeline (grpc-unary.ts).
-      const grpcUnary = createGrpcUnaryRoute(
+      // gRPC calls of Parley's own services over HTTP/2 skip connect-node's streaming pipeline (grpc-route.ts).
+      const grpc = createGrpcRoute(
         {
           calls: createServiceCalls(callable, interceptors, shutdown.signal),
           methods: services.flatMap((s) => s.service.methods),
@@ -358,7 +358,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         },
         handler,
       );
-      const listener = createDualProtocolServer(createHttpFront({ observability, health }, grpcUnary), {
+      const listener = createDualProtocolServer(createHttpFront({ observability, health }, grpc), {
         limits: config.connections,
         maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,
         streamingRequestPaths: streamingRequestPaths(routes),

@@ -1,5 +1,5 @@
-// Unary gRPC calls are answered by Parley's own route (src/listen/grpc-unary.ts), not by connect-node's
-// streaming pipeline. These tests hold it to what connect-node answered before: the same messages, codes, details,
+// gRPC calls with one request message (unary and server streaming) are answered by Parley's own route
+// (src/listen/grpc-route.ts), not by connect-node's streaming pipeline. These tests hold it to what connect-node answered before: the same messages, codes, details,
 // encodings, deadlines and limits, checked on the wire (raw HTTP/2) and through connect-node's own client, with the
 // Connect protocol (still connect-node's route) as the reference where both can answer.
 
@@ -14,6 +14,7 @@ import {
   GetTaskRequestSchema,
   SendMessageRequestSchema,
   SendMessageResponseSchema,
+  StreamResponseSchema,
   TaskState,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -77,7 +78,7 @@ function messageOf(answer: Answer): { flags: number; data: Buffer } {
   return { flags: answer.body[0]!, data: answer.body.subarray(5) };
 }
 
-describe("unary gRPC calls (Parley's own route)", () => {
+describe("gRPC calls on Parley's own route", () => {
   let server: TestServer;
   let session: http2.ClientHttp2Session;
 
@@ -86,7 +87,9 @@ describe("unary gRPC calls (Parley's own route)", () => {
       agents: [
         { name: "echo", type: "echo", options: {} },
         { name: "slow", type: "echo", options: { delayMs: 300, chunks: 1 } },
+        { name: "flood", type: "echo", options: { chunks: 400, repeat: 400, input: "text" } },
       ],
+      limits: { subscriberBufferEvents: 16 },
     });
     session = http2.connect(server.baseUrl);
   });
@@ -277,10 +280,79 @@ describe("unary gRPC calls (Parley's own route)", () => {
     expect(later.status?.state).toBe(TaskState.COMPLETED);
   });
 
-  it("leaves streaming calls, health checks and unknown paths to connect-node", async () => {
-    const events = [];
-    for await (const e of server.a2a("grpc").sendStreamingMessage({ message: userMessage("stream") })) events.push(e);
-    expect(events.at(-1)?.payload.case).toBe("statusUpdate");
+  it("streams a send: the headers with the first event, one message per event, grpc-status 0; as the Connect route", async () => {
+    const answer = await post(
+      session,
+      "/lf.a2a.v1.A2AService/SendStreamingMessage",
+      {},
+      envelope(sendBytes("stream me")),
+    );
+    expect(answer.headers[":status"]).toBe(200);
+    expect(answer.headers["content-type"]).toBe("application/grpc+proto");
+    expect(Number(answer.headers["parley-stream-start"])).toBeGreaterThanOrEqual(0);
+    expect(answer.trailers?.["grpc-status"]).toBe("0");
+    const cases: string[] = [];
+    for (let at = 0; at < answer.body.length; ) {
+      expect(answer.body[at]).toBe(0);
+      const length = answer.body.readUInt32BE(at + 1);
+      cases.push(fromBinary(StreamResponseSchema, answer.body.subarray(at + 5, at + 5 + length)).payload.case ?? "");
+      at += 5 + length;
+    }
+    const overConnect: string[] = [];
+    for await (const event of server.a2a("connect").sendStreamingMessage({ message: userMessage("stream me") })) {
+      overConnect.push(event.payload.case ?? "");
+    }
+    expect(cases).toEqual(overConnect);
+    expect(cases[0]).toBe("task");
+    expect(cases.filter((c) => c === "artifactUpdate").length).toBeGreaterThan(1);
+    expect(cases.at(-1)).toBe("statusUpdate");
+  });
+
+  it("answers a stream refused before its first event trailers-only, with the handler's error", async () => {
+    const answer = await post(
+      session,
+      "/lf.a2a.v1.A2AService/SendStreamingMessage",
+      {},
+      envelope(toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, {}))),
+    );
+    expect(answer.trailers).toBeUndefined();
+    expect(answer.body.length).toBe(0);
+    expect(statusOf(answer)).toEqual({ code: Code.InvalidArgument, message: "message is required" });
+  });
+
+  it("cuts a stream whose client stops reading, with the limit's error in its trailers, once its follower falls behind", async () => {
+    const stream = session.request({
+      ":method": "POST",
+      ":path": "/lf.a2a.v1.A2AService/SendStreamingMessage",
+      "content-type": "application/grpc",
+      te: "trailers",
+      "parley-agent": "flood",
+    });
+    let trailers: http2.IncomingHttpHeaders | undefined;
+    stream.on("trailers", (t) => {
+      trailers = t;
+    });
+    stream.end(envelope(sendBytes("x".repeat(200))));
+    // Nothing is read while the agent streams 400 chunks of 200 bytes: HTTP/2 flow control fills, the route waits
+    // for 'drain', and the run's follower falls more than subscriberBufferEvents (16) behind.
+    stream.pause();
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    const chunks: Buffer[] = [];
+    stream.on("data", (c: Buffer) => chunks.push(c));
+    await new Promise((resolve) => {
+      stream.on("close", resolve);
+      stream.resume();
+    });
+    let events = 0;
+    const body = Buffer.concat(chunks);
+    for (let at = 0; at < body.length; at += 5 + body.readUInt32BE(at + 1)) events++;
+    expect(events).toBeGreaterThan(0);
+    expect(events).toBeLessThan(402);
+    expect(Number(trailers?.["grpc-status"])).toBe(Code.ResourceExhausted);
+    expect(percentDecoded(String(trailers?.["grpc-message"]))).toMatch(/fell \d+ events behind task .* \(limit 16\)/);
+  });
+
+  it("leaves health checks and unknown paths to connect-node", async () => {
     const unknown = await post(session, "/lf.a2a.v1.A2AService/Nope", {}, envelope(sendBytes("x")));
     expect(unknown.headers[":status"]).toBe(404);
     const health = await post(session, "/grpc.health.v1.Health/Check", {}, envelope(new Uint8Array(0)));
