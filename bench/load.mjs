@@ -155,6 +155,8 @@ async function run(spec, phase) {
     let sampleError;
     let events = 0;
     const started = performance.now();
+    // This process's own CPU over the measured part: the client's share of the machine, which a 2-core run shares.
+    const cpuBefore = process.cpuUsage();
     await drive(caller, spec, spec.durationMs, spec.maxRequests, (r, error) => {
       if (!r) {
         errors++;
@@ -166,6 +168,7 @@ async function run(spec, phase) {
       events += r.events;
     });
     const elapsed = performance.now() - started;
+    const cpu = process.cpuUsage(cpuBefore);
     totals.sort((a, b) => a - b);
     firsts.sort((a, b) => a - b);
     return {
@@ -179,6 +182,7 @@ async function run(spec, phase) {
       firstP50: percentile(firsts, 50),
       firstP99: percentile(firsts, 99),
       eventsPerRequest: totals.length ? events / totals.length : 0,
+      loadCpuMs: (cpu.user + cpu.system) / 1000,
     };
   } finally {
     caller.close();

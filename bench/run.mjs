@@ -147,6 +147,9 @@ async function measure(server, row) {
     cpuMsPerRequest: result.requests ? cpuMs / result.requests : Number.NaN,
     // The JavaScript thread's part of cpuMsPerRequest; the rest ran on the process's other threads.
     mainMsPerRequest: result.requests ? mainMs / result.requests : Number.NaN,
+    // The load generator's CPU per request (the one process that drives every row).
+    loadCpuMsPerRequest:
+      result.requests && result.loadCpuMs !== undefined ? result.loadCpuMs / result.requests : undefined,
     dbCpuMsPerRequest: dbCpuMs !== undefined && result.requests ? dbCpuMs / result.requests : undefined,
     commits: commitsAfter
       ? { writes: perRequest("writes"), batches: perRequest("batches"), fsyncs: perRequest("synced") }

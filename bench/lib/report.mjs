@@ -144,6 +144,44 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     );
   }
 
+  const machineRows = rows.filter((r) => !r.skipped && r.requests && r.loadCpuMsPerRequest !== undefined);
+  if (machineRows.length) {
+    out.push("");
+    out.push(
+      `Where each request's CPU went on this ${machine.nproc}-core machine: the server's JavaScript thread, its other threads, the load generator (one process for every row), and the requests/s each bound allows: the JavaScript thread runs on one core at most, and the machine has ${machine.nproc}:`,
+    );
+    out.push(
+      table(
+        [
+          "target",
+          "operation",
+          "req/s",
+          "server JS ms/req",
+          "server other ms/req",
+          "load ms/req",
+          "machine ms/req",
+          "JS-thread bound req/s",
+          "machine bound req/s",
+        ],
+        machineRows.map((r) => {
+          const other = r.cpuMsPerRequest - r.mainMsPerRequest;
+          const machineMs = r.cpuMsPerRequest + (r.dbCpuMsPerRequest ?? 0) + r.loadCpuMsPerRequest;
+          return [
+            r.target,
+            operationOf(r),
+            num(r.rps),
+            ms(r.mainMsPerRequest),
+            ms(other),
+            ms(r.loadCpuMsPerRequest),
+            ms(machineMs),
+            num(1000 / r.mainMsPerRequest),
+            num((machine.nproc * 1000) / machineMs),
+          ];
+        }),
+      ),
+    );
+  }
+
   const twins = rows.filter((r) => r.baseOf && !r.skipped && byId.get(r.baseOf)?.rps);
   if (twins.length) {
     out.push("");
