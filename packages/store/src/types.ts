@@ -446,6 +446,12 @@ export interface TaskEventLog {
   /** The highest stored seq, 0 when there is none. */
   lastSeq(tenant: string, taskId: string): Promise<number>;
   /**
+   * Tells the log that `taskId` names a task its caller has just created (a fresh id), whose log is therefore
+   * empty: its first append need not read the log to check that its seqs start at 1. A log that checks inside
+   * its write (PostgreSQL) ignores it.
+   */
+  startsEmpty(tenant: string, taskId: string): void;
+  /**
    * Where the task's latest run starts, without reading its events: `start` is the seq of the last final event
    * (0 when there is none) and `ended` whether the log ends with it (the latest run is over). A subscriber needs
    * only this to know where to begin; reading the log for it made every SubscribeToTask copy the whole log.

@@ -145,6 +145,19 @@ export function replicaContract(name: string, factory: (options: { now?: () => n
         expect(await events.lastSeq("acme", "t1")).toBe(1);
       });
 
+      it("reads a log its caller says starts empty as empty, takes its first batch from seq 1 and refuses one that does not", async () => {
+        const { leases, events } = await open();
+        const fence = (await leases.tryAcquire(key, "fresh", 30_000))!;
+        events.startsEmpty("acme", "fresh");
+        expect(await events.lastSeq("acme", "fresh")).toBe(0);
+        expect(await events.latestRun("acme", "fresh")).toEqual({ start: 0, ended: false });
+        expect(await events.read("acme", "fresh", 0, 10)).toEqual([]);
+        await expect(events.append("acme", "fresh", [event(2)], fence)).rejects.toMatchObject({ code: "CORRUPT" });
+        await events.append("acme", "fresh", [event(1), event(2, true)], fence);
+        expect(await events.read("acme", "fresh", 0, 10)).toEqual([event(1), event(2, true)]);
+        expect(await events.latestRun("acme", "fresh")).toEqual({ start: 2, ended: true });
+      });
+
       it("says where the latest run starts (its last final event) and whether it ended, across runs and batches", async () => {
         const { leases, events } = await open();
         const fence = (await leases.tryAcquire(key, "t1", 30_000))!;

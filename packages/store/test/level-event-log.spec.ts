@@ -19,7 +19,38 @@ async function append(backend: StoreBackend, taskId: string, events: TaskEvent[]
   }
 }
 
+/** Point reads of the store's LevelDB while `work` runs (classic-level's synchronous get, which the log's head read uses). */
+async function readsDuring(work: () => Promise<unknown>): Promise<number> {
+  const original = ClassicLevel.prototype.getSync;
+  let reads = 0;
+  ClassicLevel.prototype.getSync = function (this: ClassicLevel, ...args: Parameters<typeof original>) {
+    reads++;
+    return original.apply(this, args);
+  } as typeof original;
+  try {
+    await work();
+  } finally {
+    ClassicLevel.prototype.getSync = original;
+  }
+  return reads;
+}
+
 describe("LevelDB task event log", () => {
+  it("appends a new task's first batch without reading the log once its caller said it starts empty", async () => {
+    const backend = await createStore({ url: await tempDir() });
+    try {
+      const fence = (await backend.leases.tryAcquire(key, "new", 30_000))!;
+      backend.events.startsEmpty("acme", "new");
+      expect(await readsDuring(() => backend.events.append("acme", "new", [event(1)], fence))).toBe(0);
+      // Without the word, the first append reads the head to check the log is empty (a read that can only miss).
+      const other = (await backend.leases.tryAcquire({ tenant: "acme", contextId: "ctx-2" }, "unsaid", 30_000))!;
+      expect(await readsDuring(() => backend.events.append("acme", "unsaid", [event(1)], other))).toBe(1);
+      expect(await backend.events.lastSeq("acme", "new")).toBe(1);
+    } finally {
+      await backend.close();
+    }
+  });
+
   it("keeps events across a reopen of the directory, with the same seqs, and continues after them", async () => {
     const dir = await tempDir();
     const first = await createStore({ url: dir });

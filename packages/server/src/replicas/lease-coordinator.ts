@@ -164,10 +164,10 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     const fence: Fence = { key, taskId: run.taskId, token: grant.token };
     try {
       if (grant.orphan && grant.orphan.taskId !== run.taskId) await this.endLostTask(key, grant.orphan.taskId, fence);
-      const seqBase =
-        continued || grant.orphan?.taskId === run.taskId
-          ? await this.options.events.lastSeq(run.tenant, run.taskId)
-          : 0;
+      const earlierRuns = continued || grant.orphan?.taskId === run.taskId;
+      const seqBase = earlierRuns ? await this.options.events.lastSeq(run.tenant, run.taskId) : 0;
+      // A new task's id is fresh: its log is empty, and its first append need not read the log to check that.
+      if (!earlierRuns) this.options.events.startsEmpty(run.tenant, run.taskId);
       this.hold(run, fence, seqBase);
     } catch (error) {
       await this.releaseLease(fence);

@@ -240,6 +240,10 @@ export function createPgEventLog(options: PgEventLogOptions): TaskEventLog {
       return Number(rows[0]!.last);
     },
 
+    startsEmpty() {
+      // The append statement itself refuses seqs that do not continue the log: nothing to read first, nothing to keep.
+    },
+
     subscribe(tenant, taskId, afterSeq, signal) {
       open("subscribe");
       const taskKey = taskKeyOf(checkId("tenant", tenant), checkId("taskId", taskId));
