@@ -10,47 +10,19 @@ import { Code } from "@connectrpc/connect";
 import { Role, SendMessageRequestSchema } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { percentDecoded } from "./fixtures/fuzz-responses.js";
+import { grpcEnvelope, type H2Answer, h2Post } from "./fixtures/h2-post.js";
 import { startTestServer, type TestServer } from "./harness.js";
 
-interface Answer {
-  readonly status: number;
-  readonly headers: http2.IncomingHttpHeaders;
-  readonly trailers: http2.IncomingHttpHeaders;
-  readonly body: Buffer;
-}
+type Answer = H2Answer;
 
-function post(session: http2.ClientHttp2Session, path: string, contentType: string, body: Uint8Array): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const stream = session.request({ ":method": "POST", ":path": path, "content-type": contentType, te: "trailers" });
-    const chunks: Buffer[] = [];
-    let status = 0;
-    let headers: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders = {};
-    stream.on("response", (h) => {
-      status = Number(h[":status"]);
-      headers = h;
-    });
-    stream.on("trailers", (t) => {
-      trailers = t;
-    });
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => resolve({ status, headers, trailers, body: Buffer.concat(chunks) }));
-    stream.on("error", reject);
-    stream.end(body);
-  });
-}
-
-const envelope = (payload: Uint8Array, flags = 0) => {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(payload.byteLength, 1);
-  return Buffer.concat([head, payload]);
-};
+const post = (session: http2.ClientHttp2Session, path: string, contentType: string, body: Uint8Array) =>
+  h2Post(session, path, { "content-type": contentType }, body);
+const envelope = grpcEnvelope;
 
 /** grpc-status and the decoded grpc-message, from trailers (or a trailers-only answer's headers). */
 function grpcStatus(answer: Answer): { code: number; message: string } {
-  const code = answer.trailers["grpc-status"] ?? answer.headers["grpc-status"];
-  const message = answer.trailers["grpc-message"] ?? answer.headers["grpc-message"] ?? "";
+  const code = answer.trailers?.["grpc-status"] ?? answer.headers["grpc-status"];
+  const message = answer.trailers?.["grpc-message"] ?? answer.headers["grpc-message"] ?? "";
   return { code: Number(code), message: percentDecoded(String(message)) };
 }
 

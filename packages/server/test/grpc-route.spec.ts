@@ -19,47 +19,16 @@ import {
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { percentDecoded } from "./fixtures/fuzz-responses.js";
+import { grpcEnvelope, type H2Answer, h2Post } from "./fixtures/h2-post.js";
 import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 
-interface Answer {
-  readonly headers: http2.IncomingHttpHeaders;
-  readonly trailers: http2.IncomingHttpHeaders | undefined;
-  readonly body: Buffer;
-}
+type Answer = H2Answer;
 
 const sendPath = "/lf.a2a.v1.A2AService/SendMessage";
 
-function post(session: http2.ClientHttp2Session, path: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) {
-  return new Promise<Answer>((resolve, reject) => {
-    const stream = session.request({
-      ":method": "POST",
-      ":path": path,
-      "content-type": "application/grpc",
-      te: "trailers",
-      ...headers,
-    });
-    const chunks: Buffer[] = [];
-    let head: http2.IncomingHttpHeaders = {};
-    let trailers: http2.IncomingHttpHeaders | undefined;
-    stream.on("response", (h) => {
-      head = h;
-    });
-    stream.on("trailers", (t) => {
-      trailers = t;
-    });
-    stream.on("data", (c: Buffer) => chunks.push(c));
-    stream.on("end", () => resolve({ headers: head, trailers, body: Buffer.concat(chunks) }));
-    stream.on("error", reject);
-    stream.end(body);
-  });
-}
-
-const envelope = (payload: Uint8Array, flags = 0) => {
-  const head = Buffer.alloc(5);
-  head[0] = flags;
-  head.writeUInt32BE(payload.byteLength, 1);
-  return Buffer.concat([head, payload]);
-};
+const post = (session: http2.ClientHttp2Session, path: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) =>
+  h2Post(session, path, { "content-type": "application/grpc", ...headers }, body);
+const envelope = grpcEnvelope;
 
 const sendBytes = (text: string, contextId?: string) =>
   toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { message: userMessage(text, { contextId }) }));

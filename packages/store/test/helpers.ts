@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { ClassicLevel } from "classic-level";
 import { afterEach } from "vitest";
 import {
   createLevelThreadStore,
@@ -55,4 +56,20 @@ export function manualClock(start = 1_700_000_000_000) {
       now += ms;
     },
   };
+}
+
+/** Point reads LevelDB makes while `work` runs (classic-level's synchronous get, which appends and heads use). */
+export async function readsDuring(work: () => Promise<unknown>): Promise<number> {
+  const original = ClassicLevel.prototype.getSync;
+  let reads = 0;
+  ClassicLevel.prototype.getSync = function (this: ClassicLevel, ...args: Parameters<typeof original>) {
+    reads++;
+    return original.apply(this, args);
+  } as typeof original;
+  try {
+    await work();
+  } finally {
+    ClassicLevel.prototype.getSync = original;
+  }
+  return reads;
 }

@@ -1,7 +1,7 @@
 import { ClassicLevel } from "classic-level";
 import { describe, expect, it } from "vitest";
 import { createStore, type StoreBackend, type TaskEvent, type ThreadKey } from "../src/index.js";
-import { manualClock, tempDir, text } from "./helpers.js";
+import { manualClock, readsDuring, tempDir, text } from "./helpers.js";
 
 // The LevelDB backend's task event log is durable: what the contract suite checks in one process must also
 // hold across a reopen of the directory, and the retention sweep drops only logs that ended long enough ago.
@@ -17,22 +17,6 @@ async function append(backend: StoreBackend, taskId: string, events: TaskEvent[]
   } finally {
     await backend.leases.release(fence);
   }
-}
-
-/** Point reads of the store's LevelDB while `work` runs (classic-level's synchronous get, which the log's head read uses). */
-async function readsDuring(work: () => Promise<unknown>): Promise<number> {
-  const original = ClassicLevel.prototype.getSync;
-  let reads = 0;
-  ClassicLevel.prototype.getSync = function (this: ClassicLevel, ...args: Parameters<typeof original>) {
-    reads++;
-    return original.apply(this, args);
-  } as typeof original;
-  try {
-    await work();
-  } finally {
-    ClassicLevel.prototype.getSync = original;
-  }
-  return reads;
 }
 
 describe("LevelDB task event log", () => {

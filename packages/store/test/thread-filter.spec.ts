@@ -1,31 +1,14 @@
 // The LevelDB store's thread filter: a new conversation's append reads nothing once the stored threads are known,
 // and no stored thread is ever missed (a retry is still a retry), before, during or after the scan at open.
-import { ClassicLevel } from "classic-level";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createLevelThreadStore, type LevelThreadStore } from "../src/index.js";
-import { tempDir, text } from "./helpers.js";
+import { readsDuring, tempDir, text } from "./helpers.js";
 
 const input = (messageId: string) => ({
   messageId,
   provenance: "user" as const,
   payload: text(`body of ${messageId}`),
 });
-
-/** Point reads the store makes while `work` runs (classic-level's synchronous get, which appends use). */
-async function readsDuring(work: () => Promise<unknown>): Promise<number> {
-  const original = ClassicLevel.prototype.getSync;
-  let reads = 0;
-  ClassicLevel.prototype.getSync = function (this: ClassicLevel, ...args: Parameters<typeof original>) {
-    reads++;
-    return original.apply(this, args);
-  } as typeof original;
-  try {
-    await work();
-  } finally {
-    ClassicLevel.prototype.getSync = original;
-  }
-  return reads;
-}
 
 describe("the LevelDB store's thread filter", () => {
   let dir: string;
