@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import { type Http2ServerRequest, type Http2ServerResponse, constants as h2 } from "node:http2";
 import type { DescMessage, DescMethod, DescMethodServerStreaming, DescMethodUnary, Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type StreamResponse } from "@connectrpc/connect";
 import {
@@ -186,7 +186,11 @@ export function createGrpcRoute(
       fallback(req, res);
       return;
     }
-    void serve(route, type.binary, req as Http2ServerRequest, res as Http2ServerResponse, body);
+    const h2req = req as Http2ServerRequest;
+    // serve answers every failure itself; this is for a fault in answering one (the stream reset, not the process).
+    serve(route, type.binary, h2req, res as Http2ServerResponse, body).catch(() => {
+      if (!h2req.stream.destroyed) h2req.stream.close(h2.NGHTTP2_INTERNAL_ERROR);
+    });
   };
 }
 
@@ -220,7 +224,7 @@ async function stream(
         ended = next.done === true;
       }
     } catch (error) {
-      ended = true;
+      // From the handler's stream (which is then over) or from encoding a message (the finally ends the stream).
       failure = error;
     }
     const trailer = new Headers(response.trailer);
@@ -282,10 +286,17 @@ async function messageOf(bytes: Buffer, readMaxBytes: number, compression: Compr
   return envelope.data;
 }
 
-/** A call that failed before its first response message: trailers-only (one HEADERS frame that ends the stream). */
+/**
+ * A call that failed before its first response message: trailers-only (one HEADERS frame that ends the stream).
+ * Past its headers there is no status left to send: the stream is reset, so the client sees a failed call.
+ */
 function refuse(req: Http2ServerRequest, res: Http2ServerResponse, header: OutgoingHttpHeaders, thrown: unknown) {
   const { stream } = req;
-  if (stream.destroyed || stream.headersSent) return;
+  if (stream.destroyed) return;
+  if (stream.headersSent) {
+    stream.close(h2.NGHTTP2_INTERNAL_ERROR);
+    return;
+  }
   const fields: OutgoingHttpHeaders = { ...res.getHeaders(), ...header, ":status": 200 };
   appendHeaders(fields, setTrailerStatus(new Headers(), asConnectError(thrown)));
   stream.respond(fields, { endStream: true });
