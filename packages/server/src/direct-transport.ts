@@ -31,18 +31,15 @@ export function createDirectTransport(
     timeoutMs: number | undefined,
     header: ConstructorParameters<typeof Headers>[0],
     contextValues: ContextValues | undefined,
-  ): CallInit => {
-    calls.check(method);
-    return {
-      method,
-      protocolName: "in-process",
-      url: urlOf(method),
-      header: new Headers(header),
-      contextValues: contextValues ?? createContextValues(),
-      signal: signal ?? neverAborted,
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-    };
-  };
+  ): CallInit => ({
+    method,
+    protocolName: "in-process",
+    url: urlOf(method),
+    header: new Headers(header),
+    contextValues: contextValues ?? createContextValues(),
+    signal: signal ?? neverAborted,
+    ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+  });
   return {
     async unary(method, signal, timeoutMs, header, input, contextValues) {
       const call = callOf(method, signal, timeoutMs, header, contextValues);

@@ -310,7 +310,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   setMaxListeners(0, shutdown.signal);
   const routerOptions = {
     interceptors,
-    // connect-node's own default, named here so the unary gRPC route takes the same encodings.
+    // connect-node's own default, named here so the gRPC route takes the same encodings.
     acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes: config.limits.maxMessageBytes,
     shutdownSignal: shutdown.signal,

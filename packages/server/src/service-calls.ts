@@ -45,12 +45,11 @@ export interface CallInit {
 
 /**
  * Calls into this process's service implementations through the interceptors, with the lean handler contexts of
- * call-context.ts: the one mechanism behind the in-process transport (direct-transport.ts) and the unary gRPC
- * route (listen/grpc-unary.ts).
+ * call-context.ts: the one mechanism behind the in-process transport (direct-transport.ts) and the gRPC route
+ * (listen/grpc-route.ts).
  */
 export interface ServiceCalls {
-  /** Throws Unimplemented when this server has no implementation of the method. */
-  check(method: DescMethodUnary | DescMethodStreaming): void;
+  /** Both throw Unimplemented, before any interceptor runs, when this server has no implementation of the method. */
   unary(call: CallInit, input: unknown): Promise<UnaryResponse>;
   /** A server-streaming call: its one request message is the first of `input`. */
   stream(call: CallInit, input: AsyncIterable<unknown>): Promise<StreamResponse>;
@@ -205,7 +204,7 @@ class LeanUnaryResponse implements UnaryResponse {
 /**
  * Calls the service implementations of this process through `interceptors`, built into one chain here (not per
  * call), leaving out those marked network-only: the calls made here never were bytes for them to decode (the
- * in-process transport's are messages, and the unary gRPC route decodes and classifies its own).
+ * in-process transport's are messages, and the gRPC route decodes and classifies its own).
  */
 export function createServiceCalls(
   services: CallableServices,
@@ -298,9 +297,6 @@ export function createServiceCalls(
   });
 
   return {
-    check(method) {
-      implOf(method);
-    },
     async unary(call, input) {
       const method = call.method as DescMethodUnary;
       implOf(method);
