@@ -112,6 +112,7 @@ describe("gRPC calls on Parley's own route", () => {
       envelope(toBinary(GetTaskRequestSchema, create(GetTaskRequestSchema, { id: "nope" }))),
     );
     expect(raw.trailers).toBeUndefined();
+    expect(raw.headers["parley-request-id"]).toBeTruthy();
     expect(raw.body.length).toBe(0);
     expect(statusOf(raw)).toEqual({ code: Code.NotFound, message: 'task "nope" was not found' });
     expect(raw.headers["grpc-status-details-bin"]).toBeTruthy();

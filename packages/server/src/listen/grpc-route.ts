@@ -29,6 +29,7 @@ import { classifyDecodeError } from "../interceptors/decode-errors.js";
 import type { CallInit, ServiceCalls } from "../service-calls.js";
 import type { NodeRequest, NodeResponse } from "./http-front.js";
 import { type ReadBody, readBodyOf } from "./request-body.js";
+import { refuseGrpc } from "./rpc-refusal.js";
 
 export interface GrpcRouteOptions {
   /** Runs each call through the interceptors to its implementation (service-calls.ts). */
@@ -297,9 +298,7 @@ function refuse(req: Http2ServerRequest, res: Http2ServerResponse, header: Outgo
     stream.close(h2.NGHTTP2_INTERNAL_ERROR);
     return;
   }
-  const fields: OutgoingHttpHeaders = { ...res.getHeaders(), ...header, ":status": 200 };
-  appendHeaders(fields, setTrailerStatus(new Headers(), asConnectError(thrown)));
-  stream.respond(fields, { endStream: true });
+  refuseGrpc(req, res, header, asConnectError(thrown));
 }
 
 /** Adds a Headers object's fields to Node's header object (a name set twice keeps both values). */

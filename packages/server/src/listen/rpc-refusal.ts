@@ -1,3 +1,4 @@
+import type { OutgoingHttpHeaders } from "node:http";
 import * as http2 from "node:http2";
 import { type Code, ConnectError } from "@connectrpc/connect";
 import { endStreamToJson, errorToJson } from "@connectrpc/connect/protocol-connect";
@@ -16,20 +17,7 @@ export function refuseRpc(req: NodeRequest, res: NodeResponse, code: Code, messa
   const contentType = String(req.headers["content-type"] ?? "").toLowerCase();
   const error = new ConnectError(message, code);
   if (contentType.startsWith("application/grpc")) {
-    const headers = new Headers({ "content-type": contentType });
-    setTrailerStatus(headers, error);
-    const fields: Record<string, string> = { ":status": "200" };
-    headers.forEach((value, name) => {
-      fields[name] = value;
-    });
-    // Trailers-only: one HEADERS frame that ends the stream, as gRPC asks (an empty DATA frame after it would not be).
-    if ("stream" in req && !req.stream.headersSent && !req.stream.destroyed) {
-      req.stream.respond(fields, { endStream: true });
-      return;
-    }
-    delete fields[":status"];
-    if (!res.headersSent) res.writeHead(200, fields);
-    res.end();
+    refuseGrpc(req, res, { "content-type": contentType }, error);
     return;
   }
   if (res.headersSent) {
@@ -53,6 +41,30 @@ export function refuseRpc(req: NodeRequest, res: NodeResponse, code: Code, messa
   }
   res.writeHead(httpStatus, { "content-type": "text/plain; charset=utf-8" });
   res.end(`${message}\n`);
+}
+
+/**
+ * Answers a gRPC or gRPC-Web call that failed before its first response message: `headers` (the content type,
+ * the negotiated encoding) and `error`'s status in one response without a body. Over HTTP/2 that is trailers-only,
+ * one HEADERS frame that ends the stream, as gRPC asks (an empty DATA frame after it would not be).
+ */
+export function refuseGrpc(
+  req: NodeRequest,
+  res: NodeResponse,
+  headers: OutgoingHttpHeaders,
+  error: ConnectError,
+): void {
+  const fields: OutgoingHttpHeaders = { ...headers };
+  setTrailerStatus(new Headers(), error).forEach((value, name) => {
+    fields[name] = value;
+  });
+  if ("stream" in req && !req.stream.headersSent && !req.stream.destroyed) {
+    // respond() skips the compatibility response, so the headers already set on it (parley-request-id) go in here.
+    req.stream.respond({ ...res.getHeaders(), ...fields, ":status": 200 }, { endStream: true });
+    return;
+  }
+  if (!res.headersSent) res.writeHead(200, fields);
+  res.end();
 }
 
 /** Tells an HTTP/2 client to stop sending a request whose response is complete (RFC 9113 section 8.1). */
