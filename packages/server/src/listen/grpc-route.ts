@@ -1,17 +1,12 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
+import type { OutgoingHttpHeaders } from "node:http";
 import { type Http2ServerRequest, type Http2ServerResponse, constants as h2 } from "node:http2";
-import type { DescMessage, DescMethod, DescMethodServerStreaming, DescMethodUnary, Message } from "@bufbuild/protobuf";
+import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, type StreamResponse } from "@connectrpc/connect";
 import {
-  type Compression,
   compressionNegotiate,
   createAsyncIterable,
-  createMethodSerializationLookup,
   encodeEnvelope,
   envelopeCompress,
-  envelopeDecompress,
-  type MethodSerializationLookup,
-  type UniversalHandlerOptions,
 } from "@connectrpc/connect/protocol";
 import {
   contentTypeJson,
@@ -26,40 +21,20 @@ import {
   setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
 import { classifyDecodeError } from "../interceptors/decode-errors.js";
-import type { CallInit, ServiceCalls } from "../service-calls.js";
+import type { CallInit } from "../service-calls.js";
 import type { NodeRequest, NodeResponse } from "./http-front.js";
 import { type ReadBody, readBodyOf } from "./request-body.js";
+import {
+  appendHeaders,
+  asConnectError,
+  createRouteTable,
+  envelopedMessage,
+  pumpStream,
+  type Route,
+  type RpcRouteOptions,
+  webHeaders,
+} from "./route-support.js";
 import { refuseGrpc } from "./rpc-refusal.js";
-
-export interface GrpcRouteOptions {
-  /** Runs each call through the interceptors to its implementation (service-calls.ts). */
-  readonly calls: ServiceCalls;
-  /**
-   * The methods of the services `calls` reaches; this route answers their unary and server-streaming ones, the
-   * fallback everything else.
-   */
-  readonly methods: readonly DescMethod[];
-  /**
-   * The router's options as connect-es validates them (validateUniversalHandlerOptions), so that both routes
-   * take the same encodings, limits, deadlines and codec options.
-   */
-  readonly handlerOptions: Pick<
-    UniversalHandlerOptions,
-    | "acceptCompression"
-    | "readMaxBytes"
-    | "writeMaxBytes"
-    | "compressMinBytes"
-    | "maxTimeoutMs"
-    | "binaryOptions"
-    | "jsonOptions"
-  >;
-}
-
-interface Route {
-  readonly method: DescMethodUnary | DescMethodServerStreaming;
-  readonly url: string;
-  readonly serialization: MethodSerializationLookup<DescMessage, DescMessage>;
-}
 
 /** Why a call's handler signal fires when its client resets or closes the stream before the answer's end. */
 const clientGone = new ConnectError("the client closed the stream before the answer's end", Code.Canceled);
@@ -94,23 +69,12 @@ const clientGone = new ConnectError("the client closed the stream before the ans
  * request the body reader did not read) goes to `fallback`, connect-node.
  */
 export function createGrpcRoute(
-  options: GrpcRouteOptions,
+  options: RpcRouteOptions,
   fallback: (req: NodeRequest, res: NodeResponse) => void,
 ): (req: NodeRequest, res: NodeResponse) => void {
   const { calls, handlerOptions } = options;
   const { acceptCompression, readMaxBytes, compressMinBytes, maxTimeoutMs } = handlerOptions;
-  const routes = new Map<string, Route>();
-  for (const method of options.methods) {
-    if (method.methodKind !== "unary" && method.methodKind !== "server_streaming") continue;
-    const url = `/${method.parent.typeName}/${method.name}`;
-    const serialization = createMethodSerializationLookup(
-      method,
-      handlerOptions.binaryOptions,
-      handlerOptions.jsonOptions,
-      handlerOptions,
-    );
-    routes.set(url, { method: method as DescMethodUnary | DescMethodServerStreaming, url, serialization });
-  }
+  const routes = createRouteTable(options);
 
   async function serve(
     route: Route,
@@ -148,7 +112,7 @@ export function createGrpcRoute(
       if (timeout.error) throw timeout.error;
       let input: unknown;
       try {
-        const data = await messageOf(body.bytes, readMaxBytes, compression.request);
+        const data = await envelopedMessage(body.bytes, route, readMaxBytes, compression.request);
         input = route.serialization.getI(binary).parse(data);
       } catch (error) {
         throw classifyDecodeError(ConnectError.from(error), route.method.input.typeName) ?? error;
@@ -208,22 +172,16 @@ async function stream(
   frame: (message: unknown) => Promise<Uint8Array>,
 ): Promise<void> {
   const messages = response.message[Symbol.asyncIterator]();
-  let next = await messages.next();
-  let ended = next.done === true;
+  const first = await messages.next();
+  let ended = first.done === true;
   try {
     if (res.destroyed) return;
     appendHeaders(responseHeader, response.header);
     res.writeHead(200, responseHeader);
     let failure: unknown;
     try {
-      while (!next.done) {
-        const bytes = await frame(next.value);
-        if (res.destroyed) return;
-        if (!res.write(bytes)) await drained(res);
-        if (res.destroyed) return;
-        next = await messages.next();
-        ended = next.done === true;
-      }
+      ended = await pumpStream(res, messages, first, frame);
+      if (!ended) return;
     } catch (error) {
       // From the handler's stream (which is then over) or from encoding a message (the finally ends the stream).
       failure = error;
@@ -238,55 +196,6 @@ async function stream(
   }
 }
 
-/** Resolves when the response may take more ('drain'), or when it is gone. */
-function drained(res: Http2ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.once("drain", done);
-    res.once("close", done);
-  });
-}
-
-/** What a thrown value is answered as: itself when a ConnectError, an INTERNAL without its text otherwise. */
-function asConnectError(thrown: unknown): ConnectError {
-  return thrown instanceof ConnectError
-    ? thrown
-    : new ConnectError("internal error", Code.Internal, undefined, undefined, thrown);
-}
-
-/**
- * The one message of a unary request body: exactly one envelope, no larger than readMaxBytes, decompressed with
- * the negotiated encoding. The errors are connect-es's, word for word, so a client sees the same answer on every
- * route.
- */
-async function messageOf(bytes: Buffer, readMaxBytes: number, compression: Compression | null): Promise<Uint8Array> {
-  if (bytes.length === 0) {
-    throw new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
-  }
-  if (bytes.length < 5) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
-  const flags = bytes[0]!;
-  const length = bytes.readUInt32BE(1);
-  if (length > readMaxBytes) {
-    throw new ConnectError(
-      `message size ${length} is larger than configured readMaxBytes ${readMaxBytes}`,
-      Code.ResourceExhausted,
-    );
-  }
-  if (bytes.length < 5 + length) throw new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
-  if (bytes.length > 5 + length) {
-    const rest = bytes.length - 5 - length;
-    throw rest < 5 || rest < 5 + bytes.readUInt32BE(5 + length + 1)
-      ? new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument)
-      : new ConnectError("protocol error: received extra input message for unary method", Code.Unimplemented);
-  }
-  const envelope = await envelopeDecompress({ flags, data: bytes.subarray(5) }, compression, readMaxBytes);
-  return envelope.data;
-}
-
 /**
  * A call that failed before its first response message: trailers-only (one HEADERS frame that ends the stream).
  * Past its headers there is no status left to send: the stream is reset, so the client sees a failed call.
@@ -299,27 +208,4 @@ function refuse(req: Http2ServerRequest, res: Http2ServerResponse, header: Outgo
     return;
   }
   refuseGrpc(req, res, header, asConnectError(thrown));
-}
-
-/** Adds a Headers object's fields to Node's header object (a name set twice keeps both values). */
-function appendHeaders(target: OutgoingHttpHeaders, headers: Headers): OutgoingHttpHeaders {
-  for (const [name, value] of headers) {
-    const current = target[name];
-    if (current === undefined) target[name] = value;
-    else target[name] = Array.isArray(current) ? [...current, value] : [String(current), value];
-  }
-  return target;
-}
-
-/** A request's headers as the interceptors read them: Node's, without HTTP/2's pseudo-headers. */
-function webHeaders(headers: IncomingHttpHeaders): Headers {
-  const header = new Headers();
-  for (const name in headers) {
-    if (name.charCodeAt(0) === 58 /* ":" */) continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (typeof value === "string") header.append(name, value);
-    else for (const v of value) header.append(name, v);
-  }
-  return header;
 }
