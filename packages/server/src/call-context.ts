@@ -27,7 +27,7 @@ const noTimeout = () => undefined;
 
 /**
  * The handler context of one call that Parley runs itself (an in-process call,
- * or a gRPC call on Parley's gRPC route: see service-calls.ts), with only the objects the call
+ * or a gRPC or Connect call on Parley's own routes: see service-calls.ts), with only the objects the call
  * uses. connect's createHandlerContext builds a deadline controller and a
  * linked controller with a listener on four signals, and copies the request
  * header into a new Headers, for every call.

@@ -39,6 +39,7 @@ import {
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
 } from "./interceptors/decode-errors.js";
+import { createConnectRoute } from "./listen/connect-route.js";
 import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
 import { createGrpcRoute } from "./listen/grpc-route.js";
@@ -310,7 +311,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   setMaxListeners(0, shutdown.signal);
   const routerOptions = {
     interceptors,
-    // connect-node's own default, named here so the gRPC route takes the same encodings.
+    // connect-node's own default, named here so Parley's own routes take the same encodings.
     acceptCompression: [compressionGzip, compressionBrotli],
     readMaxBytes: config.limits.maxMessageBytes,
     shutdownSignal: shutdown.signal,
@@ -349,16 +350,15 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
           res.end(`no such RPC: ${req.url}\n`);
         },
       });
-      // gRPC calls of Parley's own services over HTTP/2 skip connect-node's streaming pipeline (grpc-route.ts).
-      const grpc = createGrpcRoute(
-        {
-          calls: createServiceCalls(callable, interceptors, shutdown.signal),
-          methods: services.flatMap((s) => s.service.methods),
-          handlerOptions: validateUniversalHandlerOptions(routerOptions),
-        },
-        handler,
-      );
-      const listener = createDualProtocolServer(createHttpFront({ observability, health }, grpc), {
+      // gRPC and Connect calls of Parley's own services over HTTP/2 skip connect-node's streaming pipeline
+      // (grpc-route.ts, connect-route.ts); everything else goes on to connect-node.
+      const ownRoutes = {
+        calls: createServiceCalls(callable, interceptors, shutdown.signal),
+        methods: services.flatMap((s) => s.service.methods),
+        handlerOptions: validateUniversalHandlerOptions(routerOptions),
+      };
+      const rpc = createGrpcRoute(ownRoutes, createConnectRoute(ownRoutes, handler));
+      const listener = createDualProtocolServer(createHttpFront({ observability, health }, rpc), {
         limits: config.connections,
         maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,
         streamingRequestPaths: streamingRequestPaths(routes),

@@ -32,7 +32,7 @@ export type CallableServices = ReadonlyMap<string, { readonly service: DescServi
 /** One call as Parley runs it itself: what the interceptors see of it, and what its handler context is made of. */
 export interface CallInit {
   readonly method: DescMethodUnary | DescMethodStreaming;
-  /** "in-process", or the wire protocol the call came in on ("grpc"). */
+  /** "in-process", or the wire protocol the call came in on ("grpc", "connect"). */
   readonly protocolName: string;
   readonly url: string;
   /** The call's own header object: the interceptors and the handler read it, nobody copies it. */
@@ -45,8 +45,8 @@ export interface CallInit {
 
 /**
  * Calls into this process's service implementations through the interceptors, with the lean handler contexts of
- * call-context.ts: the one mechanism behind the in-process transport (direct-transport.ts) and the gRPC route
- * (listen/grpc-route.ts).
+ * call-context.ts: the one mechanism behind the in-process transport (direct-transport.ts) and the gRPC and Connect
+ * routes (listen/grpc-route.ts, listen/connect-route.ts).
  */
 export interface ServiceCalls {
   /** Both throw Unimplemented, before any interceptor runs, when this server has no implementation of the method. */
@@ -204,7 +204,7 @@ class LeanUnaryResponse implements UnaryResponse {
 /**
  * Calls the service implementations of this process through `interceptors`, built into one chain here (not per
  * call), leaving out those marked network-only: the calls made here never were bytes for them to decode (the
- * in-process transport's are messages, and the gRPC route decodes and classifies its own).
+ * in-process transport's are messages, and the gRPC and Connect routes decode and classify their own).
  */
 export function createServiceCalls(
   services: CallableServices,

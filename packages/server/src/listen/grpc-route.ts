@@ -66,7 +66,8 @@ const clientGone = new ConnectError("the client closed the stream before the ans
  * 'drain') before it takes the next message from its handler, and a client
  * that resets its stream fires the handler's signal. Everything else (other
  * methods, Connect, gRPC-Web, gRPC over HTTP/1.1, health, reflection, a
- * request the body reader did not read) goes to `fallback`, connect-node.
+ * request the body reader did not read) goes to `fallback`: in the server,
+ * the Connect route (connect-route.ts), then connect-node.
  */
 export function createGrpcRoute(
   options: RpcRouteOptions,
