@@ -1,13 +1,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import { type Http2ServerRequest, type Http2ServerResponse, constants as h2 } from "node:http2";
 import type { Message } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, type StreamResponse } from "@connectrpc/connect";
-import {
-  compressionNegotiate,
-  createAsyncIterable,
-  encodeEnvelope,
-  envelopeCompress,
-} from "@connectrpc/connect/protocol";
+import { createAsyncIterable } from "@connectrpc/connect/protocol";
 import {
   contentTypeJson,
   contentTypeProto,
@@ -20,24 +14,22 @@ import {
   parseTimeout,
   setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
-import { classifyDecodeError } from "../interceptors/decode-errors.js";
-import type { CallInit } from "../service-calls.js";
 import type { NodeRequest, NodeResponse } from "./http-front.js";
-import { type ReadBody, readBodyOf } from "./request-body.js";
 import {
   appendHeaders,
   asConnectError,
+  createEnveloper,
   createRouteTable,
+  decodedCall,
+  dispatchCalls,
   envelopedMessage,
-  pumpStream,
-  type Route,
+  type NegotiationHeaders,
+  negotiate,
   type RpcRouteOptions,
-  webHeaders,
+  type ServeCall,
+  writeServerStream,
 } from "./route-support.js";
 import { refuseGrpc } from "./rpc-refusal.js";
-
-/** Why a call's handler signal fires when its client resets or closes the stream before the answer's end. */
-const clientGone = new ConnectError("the client closed the stream before the answer's end", Code.Canceled);
 
 /**
  * gRPC calls over HTTP/2 with one request message (unary and server
@@ -74,59 +66,29 @@ export function createGrpcRoute(
   fallback: (req: NodeRequest, res: NodeResponse) => void,
 ): (req: NodeRequest, res: NodeResponse) => void {
   const { calls, handlerOptions } = options;
-  const { acceptCompression, readMaxBytes, compressMinBytes, maxTimeoutMs } = handlerOptions;
+  const { readMaxBytes, compressMinBytes } = handlerOptions;
   const routes = createRouteTable(options);
 
-  async function serve(
-    route: Route,
-    binary: boolean,
-    req: Http2ServerRequest,
-    res: Http2ServerResponse,
-    body: ReadBody,
-  ) {
-    const header = webHeaders(req.headers);
-    const timeout = parseTimeout(header.get(headerTimeout), maxTimeoutMs);
-    const compression = compressionNegotiate(
-      acceptCompression,
-      header.get(headerEncoding),
-      header.get(headerAcceptEncoding),
-      headerAcceptEncoding,
-    );
+  const names: NegotiationHeaders = {
+    timeout: headerTimeout,
+    encoding: headerEncoding,
+    acceptEncoding: headerAcceptEncoding,
+    parseTimeout,
+  };
+
+  const serve: ServeCall = async (route, binary, req, res, body) => {
+    const negotiated = negotiate(req, names, handlerOptions);
+    const { compression } = negotiated;
     const responseHeader: OutgoingHttpHeaders = { "content-type": binary ? contentTypeProto : contentTypeJson };
     if (compression.response) responseHeader[headerEncoding] = compression.response.name;
-    const gone = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) gone.abort(clientGone);
-    });
     const serializer = route.serialization.getO(binary);
+    const envelope = createEnveloper(compression.response, compressMinBytes);
     /** One response message, enveloped and compressed as negotiated. */
-    const frame = async (message: unknown) => {
-      const envelope = await envelopeCompress(
-        { flags: 0, data: serializer.serialize(message as Message) },
-        compression.response,
-        compressMinBytes,
-      );
-      return encodeEnvelope(envelope.flags, envelope.data);
-    };
+    const frame = (message: unknown) => envelope(0, serializer.serialize(message as Message));
     try {
-      if (compression.error) throw compression.error;
-      if (timeout.error) throw timeout.error;
-      let input: unknown;
-      try {
-        const data = await envelopedMessage(body.bytes, route, readMaxBytes, compression.request);
-        input = route.serialization.getI(binary).parse(data);
-      } catch (error) {
-        throw classifyDecodeError(ConnectError.from(error), route.method.input.typeName) ?? error;
-      }
-      const call: CallInit = {
-        method: route.method,
-        protocolName: "grpc",
-        url: route.url,
-        header,
-        contextValues: createContextValues(),
-        signal: gone.signal,
-        ...(timeout.timeoutMs !== undefined ? { timeoutMs: timeout.timeoutMs } : {}),
-      };
+      const { call, input } = await decodedCall(route, binary, "grpc", res, negotiated, () =>
+        envelopedMessage(body.bytes, route, readMaxBytes, compression.request),
+      );
       if (route.method.methodKind === "unary") {
         const response = await calls.unary(call, input);
         const bytes = await frame(response.message);
@@ -138,63 +100,27 @@ export function createGrpcRoute(
         return;
       }
       const response = await calls.stream(call, createAsyncIterable([input]));
-      await stream(res, responseHeader, response, frame);
+      // The status in the trailers: OK, or the error the stream failed with.
+      const finish = (failure: unknown) => {
+        const trailer = new Headers(response.trailer);
+        setTrailerStatus(trailer, failure === undefined ? undefined : asConnectError(failure));
+        res.addTrailers(appendHeaders({}, trailer));
+        res.end();
+      };
+      await writeServerStream(res, responseHeader, response, frame, finish, true);
     } catch (thrown) {
       refuse(req, res, responseHeader, thrown);
     }
-  }
-
-  return (req, res) => {
-    const route = "stream" in req && req.method === "POST" ? routes.get(req.url) : undefined;
-    const type = route && parseContentType(req.headers["content-type"] ?? null);
-    const body = type && readBodyOf(req);
-    if (!route || !type || !body) {
-      fallback(req, res);
-      return;
-    }
-    const h2req = req as Http2ServerRequest;
-    // serve answers every failure itself; this is for a fault in answering one (the stream reset, not the process).
-    serve(route, type.binary, h2req, res as Http2ServerResponse, body).catch(() => {
-      if (!h2req.stream.destroyed) h2req.stream.close(h2.NGHTTP2_INTERNAL_ERROR);
-    });
   };
-}
 
-/**
- * Writes a server stream: the headers with its first message (a failure before it throws, to be answered
- * trailers-only), each message once the socket has taken the last (backpressure reaches the handler, whose
- * follower is cut by limits.subscriberBufferEvents when it falls too far behind), then the status in the
- * trailers: OK, or the error the stream failed with.
- */
-async function stream(
-  res: Http2ServerResponse,
-  responseHeader: OutgoingHttpHeaders,
-  response: StreamResponse,
-  frame: (message: unknown) => Promise<Uint8Array>,
-): Promise<void> {
-  const messages = response.message[Symbol.asyncIterator]();
-  const first = await messages.next();
-  let ended = first.done === true;
-  try {
-    if (res.destroyed) return;
-    appendHeaders(responseHeader, response.header);
-    res.writeHead(200, responseHeader);
-    let failure: unknown;
-    try {
-      ended = await pumpStream(res, messages, first, frame);
-      if (!ended) return;
-    } catch (error) {
-      // From the handler's stream (which is then over) or from encoding a message (the finally ends the stream).
-      failure = error;
-    }
-    const trailer = new Headers(response.trailer);
-    setTrailerStatus(trailer, failure === undefined ? undefined : asConnectError(failure));
-    res.addTrailers(appendHeaders({}, trailer));
-    res.end();
-  } finally {
-    // The client went away (or writing failed) before the handler's stream ended: end it, so it lets go.
-    if (!ended) void Promise.resolve(messages.return?.()).catch(() => undefined);
-  }
+  return dispatchCalls(
+    routes,
+    (_route, contentType) => {
+      const type = parseContentType(contentType);
+      return type && { binary: type.binary, serve };
+    },
+    fallback,
+  );
 }
 
 /**

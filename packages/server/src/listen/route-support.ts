@@ -1,17 +1,23 @@
 // What Parley's own RPC routes (the `*-route.ts` files here) share: their options and method table, the
 // request's one message out of its envelopes, and the header and backpressure helpers of a node:http2 answer.
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from "node:http";
-import type { Http2ServerResponse } from "node:http2";
+import { type Http2ServerRequest, type Http2ServerResponse, constants as h2 } from "node:http2";
 import type { DescMessage, DescMethod, DescMethodServerStreaming, DescMethodUnary } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, type StreamResponse } from "@connectrpc/connect";
 import {
   type Compression,
+  compressionNegotiate,
   createMethodSerializationLookup,
+  encodeEnvelope,
+  envelopeCompress,
   envelopeDecompress,
   type MethodSerializationLookup,
   type UniversalHandlerOptions,
 } from "@connectrpc/connect/protocol";
-import type { ServiceCalls } from "../service-calls.js";
+import { classifyDecodeError } from "../interceptors/decode-errors.js";
+import type { CallInit, ServiceCalls } from "../service-calls.js";
+import type { NodeRequest, NodeResponse } from "./http-front.js";
+import { type ReadBody, readBodyOf } from "./request-body.js";
 
 export interface RpcRouteOptions {
   /** Runs each call through the interceptors to its implementation (service-calls.ts). */
@@ -59,6 +65,121 @@ export function createRouteTable(options: RpcRouteOptions): ReadonlyMap<string, 
     routes.set(url, { method: method as DescMethodUnary | DescMethodServerStreaming, url, serialization });
   }
   return routes;
+}
+
+/** Answers one call a route took: its whole answer, every failure included. */
+export type ServeCall = (
+  route: Route,
+  binary: boolean,
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  body: ReadBody,
+) => Promise<void>;
+
+/**
+ * A route's request handler: a POST over HTTP/2 to one of `routes`, whose body the body reader read and whose
+ * content type `pick` takes, goes to the `serve` that `pick` names; every other request to `fallback`.
+ */
+export function dispatchCalls(
+  routes: ReadonlyMap<string, Route>,
+  pick: (
+    route: Route,
+    contentType: string | null,
+  ) => { readonly binary: boolean; readonly serve: ServeCall } | undefined,
+  fallback: (req: NodeRequest, res: NodeResponse) => void,
+): (req: NodeRequest, res: NodeResponse) => void {
+  return (req, res) => {
+    const route = "stream" in req && req.method === "POST" ? routes.get(req.url) : undefined;
+    const picked = route && pick(route, req.headers["content-type"] ?? null);
+    const body = picked && readBodyOf(req);
+    if (!route || !picked || !body) {
+      fallback(req, res);
+      return;
+    }
+    const h2req = req as Http2ServerRequest;
+    // serve answers every failure itself; this is for a fault in answering one (the stream reset, not the process).
+    picked.serve(route, picked.binary, h2req, res as Http2ServerResponse, body).catch(() => {
+      if (!h2req.stream.destroyed) h2req.stream.close(h2.NGHTTP2_INTERNAL_ERROR);
+    });
+  };
+}
+
+/** A protocol's header names for a call's deadline and compression, and its deadline's parser (connect-es's). */
+export interface NegotiationHeaders {
+  readonly timeout: string;
+  readonly encoding: string;
+  readonly acceptEncoding: string;
+  readonly parseTimeout: (value: string | null, maxTimeoutMs: number) => { timeoutMs?: number; error?: ConnectError };
+}
+
+/** What a call's request headers ask for: the headers as the interceptors read them, its deadline, its encodings. */
+export function negotiate(
+  req: Http2ServerRequest,
+  names: NegotiationHeaders,
+  options: Pick<RpcRouteOptions["handlerOptions"], "acceptCompression" | "maxTimeoutMs">,
+) {
+  const header = webHeaders(req.headers);
+  const timeout = names.parseTimeout(header.get(names.timeout), options.maxTimeoutMs);
+  const compression = compressionNegotiate(
+    options.acceptCompression,
+    header.get(names.encoding),
+    header.get(names.acceptEncoding),
+    names.acceptEncoding,
+  );
+  return { header, timeout, compression, compressionError: compression.error };
+}
+
+/** Envelopes a response's payloads, each compressed as negotiated once it is `compressMinBytes` or more. */
+export function createEnveloper(compression: Compression | null, compressMinBytes: number) {
+  return async (flags: number, data: Uint8Array): Promise<Uint8Array> => {
+    const envelope = await envelopeCompress({ flags, data }, compression, compressMinBytes);
+    return encodeEnvelope(envelope.flags, envelope.data);
+  };
+}
+
+/** Why a call's handler signal fires when its client resets or closes the stream before the answer's end. */
+const clientGone = new ConnectError("the client closed the stream before the answer's end", Code.Canceled);
+
+/**
+ * A call's init and its request message, decoded by the route's serialization from the bytes `read` gives (a
+ * failure to decode answered INVALID_ARGUMENT, as the router's routes answer it: decode-errors.ts), after the
+ * negotiation's own failures. The call's signal fires when the client goes before the answer's end.
+ */
+export async function decodedCall(
+  route: Route,
+  binary: boolean,
+  protocolName: string,
+  res: Http2ServerResponse,
+  negotiated: {
+    readonly header: Headers;
+    readonly timeout: { readonly timeoutMs?: number; readonly error?: ConnectError };
+    readonly compressionError?: ConnectError | undefined;
+  },
+  read: () => Promise<Uint8Array>,
+): Promise<{ call: CallInit; input: unknown }> {
+  const gone = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) gone.abort(clientGone);
+  });
+  const { header, timeout, compressionError } = negotiated;
+  if (compressionError) throw compressionError;
+  if (timeout.error) throw timeout.error;
+  let input: unknown;
+  try {
+    input = route.serialization.getI(binary).parse(await read());
+  } catch (error) {
+    throw classifyDecodeError(ConnectError.from(error), route.method.input.typeName) ?? error;
+  }
+  const call: CallInit = {
+    method: route.method,
+    protocolName,
+    url: route.url,
+    header,
+    contextValues: createContextValues(),
+    signal: gone.signal,
+    ...(timeout.timeoutMs !== undefined ? { timeoutMs: timeout.timeoutMs } : {}),
+  };
+  return { call, input };
 }
 
 /** What connect-es calls the method kinds in its "missing input message for ... method" errors. */
@@ -143,7 +264,7 @@ export function webHeaders(headers: IncomingHttpHeaders): Headers {
 }
 
 /** Resolves when the response may take more ('drain'), or when it is gone. */
-export function drained(res: Http2ServerResponse): Promise<void> {
+function drained(res: Http2ServerResponse): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
       res.off("drain", done);
@@ -156,23 +277,54 @@ export function drained(res: Http2ServerResponse): Promise<void> {
 }
 
 /**
- * Calls `each` with every message of a handler's stream, after the first (which the caller already read), waiting
- * for the socket to take each one; stops when the response is gone. Rejects with the stream's failure, or with a
- * failure of `each` (encoding); the caller then ends the stream.
+ * Writes a handler's server stream: the headers with its first message (or with its end, when it has none), each
+ * message once the socket has taken the last (backpressure reaches the handler, whose follower is cut by
+ * limits.subscriberBufferEvents when it falls too far behind), then `finish` with the failure, if the stream failed
+ * (the protocol's status trailers or end-stream message). A failure before the first message is thrown instead when
+ * `throwBeforeFirst` (gRPC answers it trailers-only). Stops when the response is gone, and then ends the handler's
+ * stream, so it lets go.
  */
-export async function pumpStream(
+export async function writeServerStream(
   res: Http2ServerResponse,
-  messages: AsyncIterator<unknown>,
-  first: IteratorResult<unknown>,
+  responseHeader: OutgoingHttpHeaders,
+  response: StreamResponse,
   frame: (message: unknown) => Promise<Uint8Array>,
-): Promise<boolean> {
-  let next = first;
-  while (!next.done) {
-    const bytes = await frame(next.value);
-    if (res.destroyed) return false;
-    if (!res.write(bytes)) await drained(res);
-    if (res.destroyed) return false;
-    next = await messages.next();
+  finish: (failure: unknown) => void | Promise<void>,
+  throwBeforeFirst: boolean,
+): Promise<void> {
+  const messages = response.message[Symbol.asyncIterator]();
+  let ended = false;
+  try {
+    let failure: unknown;
+    let next: IteratorResult<unknown> | undefined;
+    try {
+      next = await messages.next();
+      ended = next.done === true;
+    } catch (error) {
+      // The handler's stream failed before its first message (it is then over).
+      ended = true;
+      if (throwBeforeFirst) throw error;
+      failure = error;
+    }
+    if (res.destroyed) return;
+    appendHeaders(responseHeader, response.header);
+    res.writeHead(200, responseHeader);
+    try {
+      while (next !== undefined && !next.done) {
+        const bytes = await frame(next.value);
+        if (res.destroyed) return;
+        if (!res.write(bytes)) await drained(res);
+        if (res.destroyed) return;
+        next = await messages.next();
+        ended = next.done === true;
+      }
+    } catch (error) {
+      // From the handler's stream (which is then over) or from encoding a message (the finally ends the stream).
+      failure = error;
+    }
+    await finish(failure);
+  } finally {
+    // The client went away (or writing failed) before the handler's stream ended: end it, so it lets go.
+    if (!ended) void Promise.resolve(messages.return?.()).catch(() => undefined);
   }
-  return true;
 }
