@@ -311,3 +311,53 @@ describe("Connect calls on Parley's own route (HTTP/2) answer as connect-node do
     expect(get).toBe(405);
   });
 });
+
+describe("Connect calls on Parley's own route, with API keys: the interceptors' answers match connect-node's", () => {
+  let server: TestServer;
+  let session: http2.ClientHttp2Session;
+
+  beforeAll(async () => {
+    server = await startTestServer({ apiKeys: { "key-alice": "alice", "key-bob": "bob" } });
+    session = http2.connect(server.baseUrl);
+  });
+  afterAll(async () => {
+    session.close();
+    await server.close();
+  });
+
+  const cases: [string, Record<string, string>, number][] = [
+    ["no key", {}, 401],
+    ["an unknown key", { authorization: "Bearer key-mallory" }, 401],
+    ["a key", { authorization: "Bearer key-alice" }, 200],
+  ];
+
+  it.each(cases)("unary and streaming: %s", async (_name, auth, status) => {
+    const unary = { "content-type": "application/json", ...auth };
+    const viaNode = await h1Post(server.baseUrl, `${a2a}/SendMessage`, unary, sendJson("k"));
+    const viaRoute = await h2Post(session, `${a2a}/SendMessage`, unary, sendJson("k"));
+    expect(viaNode.status).toBe(status);
+    expect(unaryView(viaRoute, false)).toEqual(unaryView(viaNode, false));
+    const streaming = { "content-type": "application/connect+json", ...auth };
+    const streamNode = await h1Post(server.baseUrl, `${a2a}/SendStreamingMessage`, streaming, envelope(sendJson("s")));
+    const streamRoute = await h2Post(session, `${a2a}/SendStreamingMessage`, streaming, envelope(sendJson("s")));
+    expect(streamView(streamRoute, false)).toEqual(streamView(streamNode, false));
+  });
+
+  it("keeps tenants apart on both routes: bob does not see alice's task", async () => {
+    const sent = await h2Post(
+      session,
+      `${a2a}/SendMessage`,
+      { "content-type": "application/json", authorization: "Bearer key-alice" },
+      sendJson("mine"),
+    );
+    const taskId = (JSON.parse(sent.body.toString()) as { task: { id: string } }).task.id;
+    const get = () => Buffer.from(toJsonString(GetTaskRequestSchema, create(GetTaskRequestSchema, { id: taskId })));
+    const headers = (key: string) => ({ "content-type": "application/json", authorization: `Bearer ${key}` });
+    const own = await h2Post(session, `${a2a}/GetTask`, headers("key-alice"), get());
+    expect(own.status).toBe(200);
+    const viaNode = await h1Post(server.baseUrl, `${a2a}/GetTask`, headers("key-bob"), get());
+    const viaRoute = await h2Post(session, `${a2a}/GetTask`, headers("key-bob"), get());
+    expect(viaRoute.status).toBe(404);
+    expect(unaryView(viaRoute, false)).toEqual(unaryView(viaNode, false));
+  });
+});
