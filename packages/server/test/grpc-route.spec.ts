@@ -250,6 +250,23 @@ describe("gRPC calls on Parley's own route", () => {
     expect(later.status?.state).toBe(TaskState.COMPLETED);
   });
 
+  it("ends a stream at its deadline with DEADLINE_EXCEEDED naming the task, and the task runs on", async () => {
+    const answer = await post(
+      session,
+      "/lf.a2a.v1.A2AService/SendStreamingMessage",
+      { "grpc-timeout": "150m", "parley-agent": "slow" },
+      envelope(sendBytes("late stream")),
+    );
+    expect(answer.headers[":status"]).toBe(200);
+    const { code, message } = statusOf(answer);
+    expect(code).toBe(Code.DeadlineExceeded);
+    expect(message).toMatch(/^the call's deadline passed before task "[^"]+" ended; the task runs on/);
+    const taskId = /task "([^"]+)"/.exec(message)?.[1] ?? "";
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const later = await server.a2a("grpc").getTask({ id: taskId });
+    expect(later.status?.state).toBe(TaskState.COMPLETED);
+  });
+
   it("streams a send: the headers with the first event, one message per event, grpc-status 0; as the Connect route", async () => {
     const answer = await post(
       session,

@@ -12,9 +12,10 @@ export interface TaskEventSource {
  * Registers `listener` to be called once when a follower's reader goes away (at once when it already has) and
  * returns the function that stops listening: `onAbort` of the handler's context (call-context.ts), which
  * makes no AbortSignal for an in-process call. A Node 20 AbortSignal is kept until the next mark-compact, whatever
- * holds it (its prototype is swapped when it is made), and with it every listener still on it.
+ * holds it (its prototype is swapped when it is made), and with it every listener still on it. The listener may
+ * be given the error the stream ends with (the call's deadline passed); without one it ends CANCELED.
  */
-export type GoneWatch = (listener: () => void) => () => void;
+export type GoneWatch = (listener: (why?: ConnectError) => void) => () => void;
 
 /** Why a run was stopped from outside its agent: the turn runner ends it CANCELED or FAILED by this. */
 export class RunStop extends Error {
@@ -175,14 +176,16 @@ export class TaskRun implements TaskEventSource {
     // the abort rejects: each race left a reaction on that promise until the stream ended, a few hundred bytes
     // per event of a stream held open.
     let gone = false;
+    let goneWith: ConnectError | undefined;
     let stopWaiting: (() => void) | undefined;
     const waitForChange = (resolve: () => void) => {
       stopWaiting = resolve;
       void this.nextChange().then(resolve);
     };
     // Called at once when the reader is already gone.
-    const stopWatching = watchGone(() => {
+    const stopWatching = watchGone((why) => {
       gone = true;
+      goneWith = why;
       stopWaiting?.();
     });
     try {
@@ -201,7 +204,7 @@ export class TaskRun implements TaskEventSource {
           await new Promise<void>(waitForChange);
           stopWaiting = undefined;
         }
-        if (gone) throw new ConnectError("subscriber went away", Code.Canceled);
+        if (gone) throw goneWith ?? new ConnectError("subscriber went away", Code.Canceled);
       }
     } finally {
       stopWatching();

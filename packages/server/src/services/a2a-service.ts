@@ -60,12 +60,7 @@ function settledOrGone(run: TaskRun, ctx: HandlerContext): Promise<void> {
   // One promise and one listener (Promise.race made two more promises and a reaction on each); onAbort, not
   // ctx.signal, so an in-process call makes no signal for it.
   return new Promise((resolve, reject) => {
-    const stop = onAbort(ctx, () => {
-      // Read only now that the call is over: the signal then carries why (a lean context makes it on this read).
-      const reason: unknown = ctx.signal.reason;
-      const deadline = reason instanceof ConnectError && reason.code === Code.DeadlineExceeded;
-      reject(deadline ? deadlinePassed(run.taskId) : callerGone());
-    });
+    const stop = onAbort(ctx, () => reject(deadlineOf(run, ctx) ?? callerGone()));
     void run.settled.then(() => {
       stop();
       resolve();
@@ -73,11 +68,23 @@ function settledOrGone(run: TaskRun, ctx: HandlerContext): Promise<void> {
   });
 }
 
+/**
+ * The error a call that waits on `run` ends with when its deadline (grpc-timeout, connect-timeout-ms) passed, or
+ * undefined when it ended otherwise. Read only once the call is over: the signal then carries why (a lean
+ * context makes it on this read).
+ */
+function deadlineOf(run: TaskRun, ctx: HandlerContext): ConnectError | undefined {
+  const reason: unknown = ctx.signal.reason;
+  return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded
+    ? deadlinePassed(run.taskId)
+    : undefined;
+}
+
 function callerGone(): ConnectError {
   return new ConnectError("the caller went away; the task runs on", Code.Canceled);
 }
 
-/** A blocking send's deadline (grpc-timeout, connect-timeout-ms) ended the wait, not the task. */
+/** A call's deadline (grpc-timeout, connect-timeout-ms) ended a blocking send's wait or a stream, not the task. */
 function deadlinePassed(taskId: string): ConnectError {
   return new ConnectError(
     `the call's deadline passed before task ${JSON.stringify(taskId)} ended; the task runs on (GetTask or SubscribeToTask reads it)`,
@@ -155,7 +162,8 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
   function follow(run: TaskRun, ctx: HandlerContext): AsyncIterator<StreamResponse> {
     return run.follow(
       0,
-      (gone) => onAbort(ctx, gone),
+      // A stream whose deadline passed ends DEADLINE_EXCEEDED naming the task, as a blocking send does.
+      (gone) => onAbort(ctx, () => gone(deadlineOf(run, ctx))),
       maxLag,
       () => streams.acquire(callerOf(ctx).tenant),
     );
