@@ -86,6 +86,14 @@ export function taskNotFound(taskId: string): ConnectError {
  * A context that already runs a task. `runningTaskId` is empty when the task
  * is not known here (it runs on another replica whose lease could not be read).
  */
+/** A call's deadline (grpc-timeout, connect-timeout-ms) ended a blocking send's wait or a stream, not the task. */
+export function deadlinePassed(taskId: string): ConnectError {
+  return new ConnectError(
+    `the call's deadline passed before task ${JSON.stringify(taskId)} ended; the task runs on (GetTask or SubscribeToTask reads it)`,
+    Code.DeadlineExceeded,
+  );
+}
+
 export function contextBusy(contextId: string, runningTaskId: string, doing = "send to it"): ConnectError {
   const task = runningTaskId === "" ? "another task" : `task ${runningTaskId}`;
   return createTypedError(

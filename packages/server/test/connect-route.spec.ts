@@ -290,6 +290,31 @@ describe("Connect calls on Parley's own route (HTTP/2) answer as connect-node do
     expect(end.body.error.message).toMatch(/^the call's deadline passed before task "[^"]+" ended; the task runs on/);
   });
 
+  it("server streaming: a SubscribeToTask past its deadline ends DEADLINE_EXCEEDED, on both routes", async () => {
+    const sent = await h2Post(
+      session,
+      `${a2a}/SendMessage`,
+      { "content-type": "application/json", "parley-agent": "slow" },
+      Buffer.from(
+        toJsonString(
+          SendMessageRequestSchema,
+          create(SendMessageRequestSchema, {
+            message: userMessage("follow"),
+            configuration: { returnImmediately: true },
+          }),
+        ),
+      ),
+    );
+    const id = (JSON.parse(sent.body.toString()) as { task: { id: string } }).task.id;
+    const body = () =>
+      envelope(Buffer.from(toJsonString(SubscribeToTaskRequestSchema, create(SubscribeToTaskRequestSchema, { id }))));
+    const headers = { "content-type": "application/connect+json", "connect-timeout-ms": "100" };
+    const { viaNode, viaRoute } = await both(`${a2a}/SubscribeToTask`, headers, body);
+    const view = streamView(viaRoute, false);
+    expect(view).toEqual(streamView(viaNode, false));
+    expect(view.envelopes.at(-1)).toMatchObject({ flags: 2, body: { error: { code: "deadline_exceeded" } } });
+  });
+
   it("server streaming: a send streams its events and ends with an empty end-stream message", async () => {
     const answer = await h2Post(
       session,

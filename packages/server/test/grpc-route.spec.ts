@@ -15,6 +15,7 @@ import {
   SendMessageRequestSchema,
   SendMessageResponseSchema,
   StreamResponseSchema,
+  SubscribeToTaskRequestSchema,
   TaskState,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -265,6 +266,25 @@ describe("gRPC calls on Parley's own route", () => {
     await new Promise((resolve) => setTimeout(resolve, 400));
     const later = await server.a2a("grpc").getTask({ id: taskId });
     expect(later.status?.state).toBe(TaskState.COMPLETED);
+  });
+
+  it("ends a SubscribeToTask at its deadline with DEADLINE_EXCEEDED naming the task, not as if the task had ended", async () => {
+    const sent = await server.a2a("grpc", { "parley-agent": "slow" }).sendMessage({
+      message: userMessage("follow me"),
+      configuration: { returnImmediately: true },
+    });
+    const taskId = sent.payload.case === "task" ? sent.payload.value.id : "";
+    const answer = await post(
+      session,
+      "/lf.a2a.v1.A2AService/SubscribeToTask",
+      { "grpc-timeout": "100m" },
+      envelope(toBinary(SubscribeToTaskRequestSchema, create(SubscribeToTaskRequestSchema, { id: taskId }))),
+    );
+    const { code, message } = statusOf(answer);
+    expect(code).toBe(Code.DeadlineExceeded);
+    expect(message).toBe(
+      `the call's deadline passed before task "${taskId}" ended; the task runs on (GetTask or SubscribeToTask reads it)`,
+    );
   });
 
   it("streams a send: the headers with the first event, one message per event, grpc-status 0; as the Connect route", async () => {

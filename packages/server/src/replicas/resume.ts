@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import {
   type AgentExtension,
   AgentExtensionSchema,
@@ -12,7 +12,7 @@ import {
 import type { TaskEventLog } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
 import { decodeLoggedEvent } from "../engine/logged-events.js";
-import { createTypedError, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
+import { createTypedError, deadlinePassed, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";
 import { type LeaseCoordinator, leavesWaiting } from "./lease-coordinator.js";
 
 /** Request header of SubscribeToTask: the seq of the last event the client has; the stream starts after it. */
@@ -133,12 +133,23 @@ async function* followAcrossTurns(
   let next = after;
   for (;;) {
     let waiting = false;
+    let ran = false;
     for await (const logged of events.subscribe(tenant, taskId, next, signal)) {
       next = logged.seq;
       const event = decodeLoggedEvent(logged.payload, taskId, contextId);
+      ran = logged.final;
       waiting = logged.final && leavesWaiting(event);
       yield event;
     }
+    // The log's follower ends quietly when the call's signal fires: a stream its deadline cut must not look
+    // complete to the client.
+    if (!ran && signal.aborted) throw cutShort(taskId, signal.reason);
     if (!waiting || signal.aborted) return;
   }
+}
+
+/** What a SubscribeToTask cut before the run's end ends with: the deadline's error naming the task, or the reason. */
+function cutShort(taskId: string, reason: unknown): ConnectError {
+  if (reason instanceof ConnectError) return reason.code === Code.DeadlineExceeded ? deadlinePassed(taskId) : reason;
+  return new ConnectError("the subscriber went away; the task runs on", Code.Canceled);
 }

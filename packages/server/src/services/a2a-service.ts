@@ -18,7 +18,7 @@ import { onAbort } from "../call-context.js";
 import type { ParleyConfig } from "../config.js";
 import type { Engine, SendOptions } from "../engine/engine.js";
 import type { TaskRun } from "../engine/task-run.js";
-import { createTypedError, fromStore, invalidArgument, taskNotFound } from "../errors.js";
+import { createTypedError, deadlinePassed, fromStore, invalidArgument, taskNotFound } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
 import { type Resumable, subscribeFromLog } from "../replicas/resume.js";
@@ -82,14 +82,6 @@ function deadlineOf(run: TaskRun, ctx: HandlerContext): ConnectError | undefined
 
 function callerGone(): ConnectError {
   return new ConnectError("the caller went away; the task runs on", Code.Canceled);
-}
-
-/** A call's deadline (grpc-timeout, connect-timeout-ms) ended a blocking send's wait or a stream, not the task. */
-function deadlinePassed(taskId: string): ConnectError {
-  return new ConnectError(
-    `the call's deadline passed before task ${JSON.stringify(taskId)} ended; the task runs on (GetTask or SubscribeToTask reads it)`,
-    Code.DeadlineExceeded,
-  );
 }
 
 /** The options of a send without a push config: one object for all of them. */
