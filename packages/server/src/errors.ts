@@ -86,8 +86,13 @@ export function taskNotFound(taskId: string): ConnectError {
  * A context that already runs a task. `runningTaskId` is empty when the task
  * is not known here (it runs on another replica whose lease could not be read).
  */
-/** A call's deadline (grpc-timeout, connect-timeout-ms) ended a blocking send's wait or a stream, not the task. */
-export function deadlinePassed(taskId: string): ConnectError {
+/**
+ * What a call that waits on task `taskId` (a blocking send, a stream) ends with when `reason`, its signal's abort
+ * reason, is its deadline (grpc-timeout, connect-timeout-ms): DEADLINE_EXCEEDED naming the task, which runs on.
+ * Undefined for any other reason.
+ */
+export function deadlinePassed(taskId: string, reason: unknown): ConnectError | undefined {
+  if (!(reason instanceof ConnectError) || reason.code !== Code.DeadlineExceeded) return undefined;
   return new ConnectError(
     `the call's deadline passed before task ${JSON.stringify(taskId)} ended; the task runs on (GetTask or SubscribeToTask reads it)`,
     Code.DeadlineExceeded,

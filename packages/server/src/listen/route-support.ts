@@ -8,6 +8,7 @@ import {
   type Compression,
   compressionNegotiate,
   createMethodSerializationLookup,
+  createMethodUrl,
   encodeEnvelope,
   envelopeCompress,
   envelopeDecompress,
@@ -55,7 +56,7 @@ export function createRouteTable(options: RpcRouteOptions): ReadonlyMap<string, 
   const routes = new Map<string, Route>();
   for (const method of options.methods) {
     if (method.methodKind !== "unary" && method.methodKind !== "server_streaming") continue;
-    const url = `/${method.parent.typeName}/${method.name}`;
+    const url = createMethodUrl("/", method);
     const serialization = createMethodSerializationLookup(
       method,
       handlerOptions.binaryOptions,
@@ -126,7 +127,7 @@ export function negotiate(
     header.get(names.acceptEncoding),
     names.acceptEncoding,
   );
-  return { header, timeout, compression, compressionError: compression.error };
+  return { header, timeout, compression };
 }
 
 /** Envelopes a response's payloads, each compressed as negotiated once it is `compressMinBytes` or more. */
@@ -150,19 +151,15 @@ export async function decodedCall(
   binary: boolean,
   protocolName: string,
   res: Http2ServerResponse,
-  negotiated: {
-    readonly header: Headers;
-    readonly timeout: { readonly timeoutMs?: number; readonly error?: ConnectError };
-    readonly compressionError?: ConnectError | undefined;
-  },
+  negotiated: ReturnType<typeof negotiate>,
   read: () => Promise<Uint8Array>,
 ): Promise<{ call: CallInit; input: unknown }> {
   const gone = new AbortController();
   res.once("close", () => {
     if (!res.writableFinished) gone.abort(clientGone);
   });
-  const { header, timeout, compressionError } = negotiated;
-  if (compressionError) throw compressionError;
+  const { header, timeout, compression } = negotiated;
+  if (compression.error) throw compression.error;
   if (timeout.error) throw timeout.error;
   let input: unknown;
   try {

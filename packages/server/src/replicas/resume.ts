@@ -150,6 +150,10 @@ async function* followAcrossTurns(
 
 /** What a SubscribeToTask cut before the run's end ends with: the deadline's error naming the task, or the reason. */
 function cutShort(taskId: string, reason: unknown): ConnectError {
-  if (reason instanceof ConnectError) return reason.code === Code.DeadlineExceeded ? deadlinePassed(taskId) : reason;
-  return new ConnectError("the subscriber went away; the task runs on", Code.Canceled);
+  return (
+    deadlinePassed(taskId, reason) ??
+    (reason instanceof ConnectError
+      ? reason
+      : new ConnectError("the subscriber went away; the task runs on", Code.Canceled))
+  );
 }

@@ -60,24 +60,13 @@ function settledOrGone(run: TaskRun, ctx: HandlerContext): Promise<void> {
   // One promise and one listener (Promise.race made two more promises and a reaction on each); onAbort, not
   // ctx.signal, so an in-process call makes no signal for it.
   return new Promise((resolve, reject) => {
-    const stop = onAbort(ctx, () => reject(deadlineOf(run, ctx) ?? callerGone()));
+    // The signal is read only now that the call is over: it then carries why (a lean context makes it on this read).
+    const stop = onAbort(ctx, () => reject(deadlinePassed(run.taskId, ctx.signal.reason) ?? callerGone()));
     void run.settled.then(() => {
       stop();
       resolve();
     });
   });
-}
-
-/**
- * The error a call that waits on `run` ends with when its deadline (grpc-timeout, connect-timeout-ms) passed, or
- * undefined when it ended otherwise. Read only once the call is over: the signal then carries why (a lean
- * context makes it on this read).
- */
-function deadlineOf(run: TaskRun, ctx: HandlerContext): ConnectError | undefined {
-  const reason: unknown = ctx.signal.reason;
-  return reason instanceof ConnectError && reason.code === Code.DeadlineExceeded
-    ? deadlinePassed(run.taskId)
-    : undefined;
 }
 
 function callerGone(): ConnectError {
@@ -155,7 +144,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     return run.follow(
       0,
       // A stream whose deadline passed ends DEADLINE_EXCEEDED naming the task, as a blocking send does.
-      (gone) => onAbort(ctx, () => gone(deadlineOf(run, ctx))),
+      (gone) => onAbort(ctx, () => gone(deadlinePassed(run.taskId, ctx.signal.reason))),
       maxLag,
       () => streams.acquire(callerOf(ctx).tenant),
     );
