@@ -83,10 +83,6 @@ export function taskNotFound(taskId: string): ConnectError {
 }
 
 /**
- * A context that already runs a task. `runningTaskId` is empty when the task
- * is not known here (it runs on another replica whose lease could not be read).
- */
-/**
  * What a call that waits on task `taskId` (a blocking send, a stream) ends with when `reason`, its signal's abort
  * reason, is its deadline (grpc-timeout, connect-timeout-ms): DEADLINE_EXCEEDED naming the task, which runs on.
  * Undefined for any other reason.
@@ -99,6 +95,10 @@ export function deadlinePassed(taskId: string, reason: unknown): ConnectError | 
   );
 }
 
+/**
+ * A context that already runs a task. `runningTaskId` is empty when the task
+ * is not known here (it runs on another replica whose lease could not be read).
+ */
 export function contextBusy(contextId: string, runningTaskId: string, doing = "send to it"): ConnectError {
   const task = runningTaskId === "" ? "another task" : `task ${runningTaskId}`;
   return createTypedError(
