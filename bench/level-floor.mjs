@@ -6,7 +6,8 @@
 //   node bench/level-floor.mjs [--turns=N] [--warm=N] [--group=N] [--rounds=N] [--only=today,messages-only]
 //
 // Layouts (rows): today = a Message reply on a new thread as Parley writes it now (inbound m t l u i r; reply m t,
-// del r); no-reply-meta = inbound m t l u i; reply m; messages-only = inbound m i; reply m. th, tk and the message
+// del r); no-turn-marker = today without the turn-in-flight entry (inbound m t l u i; reply m t); no-reply-meta =
+// inbound m t l u i; reply m; messages-only = inbound m i; reply m. th, tk and the message
 // id's hash digest a per-turn counter; the l: key's tenant hash is one digest (one tenant) for every turn.
 // cpuUsPerTurn: process CPU over the --turns measured turns (after --warm turns), building the ops included, plus a
 // 500 ms settle after the last batch so LevelDB's compaction thread is counted; levelUsPerTurn subtracts the CPU of
@@ -19,7 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { countFlag, parseFlags } from "./lib/embedded.mjs";
 
-const LAYOUTS = ["today", "no-reply-meta", "messages-only"];
+const LAYOUTS = ["today", "no-turn-marker", "no-reply-meta", "messages-only"];
 const FLAGS = ["turns", "warm", "group", "rounds", "only"];
 const refuse = (message) => {
   process.stderr.write(`level-floor: ${message}\n`);
@@ -92,6 +93,7 @@ const records = {
 const layoutOf = (inbound, reply) => ({ inbound: inbound.map((r) => records[r]), reply: reply.map((r) => records[r]) });
 const layouts = {
   today: layoutOf(["m1", "t", "l", "u", "i", "r"], ["m2", "t", "delR"]),
+  "no-turn-marker": layoutOf(["m1", "t", "l", "u", "i"], ["m2", "t"]),
   "no-reply-meta": layoutOf(["m1", "t", "l", "u", "i"], ["m2"]),
   "messages-only": layoutOf(["m1", "i"], ["m2"]),
 };
