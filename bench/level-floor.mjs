@@ -7,8 +7,8 @@
 //
 // Layouts (rows): today = a Message reply on a new thread as Parley writes it now (inbound m t l u i r; reply m t,
 // del r); no-turn-marker = today without the turn-in-flight entry (inbound m t l u i; reply m t); no-reply-meta =
-// inbound m t l u i; reply m; messages-only = inbound m i; reply m. th, tk and the message
-// id's hash digest a per-turn counter; the l: key's tenant hash is one digest (one tenant) for every turn.
+// inbound m t l u i; reply m; messages-only = inbound m i; reply m. th, tk and the message id's hash digest a
+// per-turn counter; the l: key's tenant hash is one digest (one tenant) for every turn.
 // cpuUsPerTurn: process CPU over the --turns measured turns (after --warm turns), building the ops included, plus a
 // 500 ms settle after the last batch so LevelDB's compaction thread is counted; levelUsPerTurn subtracts the CPU of
 // building as many turns' ops without writing them. Each round runs every layout on its own fresh store, in
