@@ -219,6 +219,7 @@ for (let round = 1; round <= ROUNDS && !scalingOnly; round++) {
   process.stderr.write(`throughput and latency, round ${round} of ${ROUNDS}: [${elapsed()}]\n`);
   await group("bare", "servers/bare.mjs", {}, [
     sc("bare-send", "bare node:http JSON echo", "jsonrpc", "send", "fresh"),
+    sc("bare-stream", "bare node:http JSON echo", "jsonrpc", "stream", "fresh"),
   ]);
   await group("durable-floor", "servers/durable-floor.mjs", {}, [
     sc("durable-floor-send", "durable floor (node:http + 2 LevelDB puts)", "jsonrpc", "send", "fresh"),
@@ -507,6 +508,8 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
         ANCHOR_REPLY: "stream",
         ANCHOR_DELAY_MS: String(STREAM_DELAY_MS),
       }),
+      // The floor: what a Node server that holds the same streams and nothing else grows by.
+      bare: await heldStreams("bare node:http", "servers/bare.mjs", { BENCH_BARE_DELAY_MS: String(STREAM_DELAY_MS) }),
     };
 }
 

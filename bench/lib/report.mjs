@@ -1,6 +1,7 @@
 const num = (x, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : "-");
 const ms = (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x.toFixed(1)) : "-");
 const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
 const totalCpu = (r) => r.cpuMsPerRequest + (r.dbCpuMsPerRequest ?? 0);
 const us = (msValue) => (Number.isFinite(msValue) ? `${(msValue * 1000).toFixed(0)} us` : "-");
 const ratio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "-");
@@ -318,18 +319,24 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     );
   }
   if (scaling.streams) {
-    const { parley: p, anchor: a } = scaling.streams;
+    const { parley: p, anchor: a, bare: b } = scaling.streams;
     const line = (name, s) =>
       s.skipped
         ? `- ${name}: skipped (${s.skipped})`
         : `- ${name}: ${s.opened} streams open: RSS +${mb(s.rssGrowth)} (heap +${mb(s.heapGrowth)}); after they ended (${s.completed} completed, ${s.failed} failed) and GC: RSS ${s.rssAfter >= 0 ? "+" : ""}${mb(s.rssAfter)}, heap ${s.heapAfter >= 0 ? "+" : ""}${mb(s.heapAfter)} vs before.`;
     out.push(line("Parley bridge, 1 000 concurrent SSE streams", p));
     out.push(line("anchor JSON-RPC, 1 000 concurrent SSE streams", a));
+    if (b) out.push(line("bare node:http, the same streams and nothing else held (the floor)", b));
     if (!p.skipped && !a.skipped) {
       const returned = p.heapAfter < Math.max(p.heapGrowth * 0.25, 4 * 1024 * 1024);
+      // What the target leaves a server per stream above what Node itself holds for one (the bare server's growth).
+      const floor =
+        b && !b.skipped
+          ? `; the floor ${ratio(b.rssGrowth / a.rssGrowth)}, so half the anchor's leaves ${kib((a.rssGrowth / 2 - b.rssGrowth) / p.opened)} of RSS per stream above it`
+          : "";
       targets.push([
         "1 000 open streams: <= 1/2 the in-memory SDK's RSS growth, memory returned",
-        `${ratio(p.rssGrowth / a.rssGrowth)} of anchor RSS growth; heap after end ${mb(p.heapAfter)}`,
+        `${ratio(p.rssGrowth / a.rssGrowth)} of anchor RSS growth; heap after end ${mb(p.heapAfter)}${floor}`,
         verdict(p.rssGrowth / a.rssGrowth <= 0.5 && returned),
       ]);
     }
