@@ -318,8 +318,8 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
       process.stderr.write(`  history build (10 vs 100 000 messages) ... [${elapsed()}]\n`);
       await parley.request("fill", { contextId: "thread-10", count: 10 });
       const fill = await parley.request("fill", { contextId: "thread-100k", count: 100_000 });
-      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 500 });
-      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 500 });
+      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 5_000 });
+      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 5_000 });
       // Alternating the two keeps drift (GC, compaction) from landing on one side only.
       const sendTimes = { small: [], big: [] };
       const sendCpu = { small: 0, big: 0 };
@@ -339,8 +339,12 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
       const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       scaling.history = {
         fill100kMs: fill.ms,
-        read10Ms: read10.medianMs,
-        read100kMs: read100k.medianMs,
+        read10Ms: read10.storedMs,
+        read100kMs: read100k.storedMs,
+        cached10Ms: read10.cachedMs,
+        cached100kMs: read100k.cachedMs,
+        readMessages10: read10.messages,
+        readMessages100k: read100k.messages,
         send10Ms: med(sendTimes.small),
         send100kMs: med(sendTimes.big),
         // 3 rounds of SEQUENTIAL_REPS measured sends plus the load generator's 10 warm-up sends each.

@@ -3,7 +3,8 @@ const ms = (x) => (Number.isFinite(x) ? (x < 10 ? x.toFixed(2) : x.toFixed(1)) :
 const mb = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MB`;
 const kib = (bytes) => `${(bytes / 1024).toFixed(1)} KB`;
 const totalCpu = (r) => r.cpuMsPerRequest + (r.dbCpuMsPerRequest ?? 0);
-const us = (msValue) => (Number.isFinite(msValue) ? `${(msValue * 1000).toFixed(0)} us` : "-");
+const us = (msValue) =>
+  Number.isFinite(msValue) ? `${(msValue * 1000).toFixed(Math.abs(msValue) < 0.01 ? 1 : 0)} us` : "-";
 const ratio = (x) => (Number.isFinite(x) ? `${x.toFixed(2)}x` : "-");
 /** A row's operation as the tables name it: the RPC, and whether its sends reuse one context. */
 const operationOf = (r) =>
@@ -250,8 +251,9 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     out.push("");
     out.push("Scaling:");
     out.push(
-      `- History build, thread of 100 000 vs 10 messages: store read of the turn's history ${ms(h.read100kMs)} vs ${ms(h.read10Ms)} ms ` +
-        `(ratio ${ratio(h.read100kMs / h.read10Ms)}); whole gRPC SendMessage on that context ${ms(h.send100kMs)} vs ${ms(h.send10Ms)} ms ` +
+      `- History build, thread of 100 000 vs 10 messages: the turn's history (the last ${h.readMessages100k} vs all ${h.readMessages10} messages) read from LevelDB ${us(h.read100kMs)} vs ${us(h.read10Ms)} ` +
+        `(ratio ${ratio(h.read100kMs / h.read10Ms)}), from the tail cache ${us(h.cached100kMs)} vs ${us(h.cached10Ms)} ` +
+        `(ratio ${ratio(h.cached100kMs / h.cached10Ms)}), each the mean of 5 000 reads; whole gRPC SendMessage on that context ${ms(h.send100kMs)} vs ${ms(h.send10Ms)} ms ` +
         `(ratio ${ratio(h.send100kMs / h.send10Ms)}); server CPU per sequential send ${us(h.sendCpu100kMs)} vs ${us(h.sendCpu10Ms)} ` +
         `(ratio ${ratio(h.sendCpu100kMs / h.sendCpu10Ms)}); filling 100 000 messages through @parley/store took ${num(h.fill100kMs)} ms.`,
     );
@@ -263,8 +265,10 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
       ]);
     targets.push([
       "History build time 100 000 vs 10 messages: <= 1.5",
-      `read ${ratio(h.read100kMs / h.read10Ms)}, send ${ratio(h.send100kMs / h.send10Ms)}`,
-      verdict(h.read100kMs / h.read10Ms <= 1.5 && h.send100kMs / h.send10Ms <= 1.5),
+      `read ${ratio(h.read100kMs / h.read10Ms)} (cached ${ratio(h.cached100kMs / h.cached10Ms)}), send ${ratio(h.send100kMs / h.send10Ms)}`,
+      verdict(
+        h.read100kMs / h.read10Ms <= 1.5 && h.cached100kMs / h.cached10Ms <= 1.5 && h.send100kMs / h.send10Ms <= 1.5,
+      ),
     ]);
   }
   if (scaling.growth) {
