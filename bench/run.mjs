@@ -318,8 +318,8 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
       process.stderr.write(`  history build (10 vs 100 000 messages) ... [${elapsed()}]\n`);
       await parley.request("fill", { contextId: "thread-10", count: 10 });
       const fill = await parley.request("fill", { contextId: "thread-100k", count: 100_000 });
-      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 5_000 });
-      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 5_000 });
+      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 5_000, sameCount: 10 });
+      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 5_000, sameCount: 10 });
       // Alternating the two keeps drift (GC, compaction) from landing on one side only.
       const sendTimes = { small: [], big: [] };
       const sendCpu = { small: 0, big: 0 };
@@ -343,6 +343,8 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
         read100kMs: read100k.storedMs,
         cached10Ms: read10.cachedMs,
         cached100kMs: read100k.cachedMs,
+        same10Ms: read10.sameMs,
+        same100kMs: read100k.sameMs,
         readMessages10: read10.messages,
         readMessages100k: read100k.messages,
         send10Ms: med(sendTimes.small),

@@ -133,21 +133,23 @@ serveControl({
     return { ms, storeBytes };
   },
   // The engine's history read for one turn: the newest maxMessages+1 records of the thread.
-  // The history a turn reads, two ways: from the store's tail cache (a thread in use) and from LevelDB (the range
-  // read and decoding of the same messages, as after a restart or once the thread left the cache). Each is the
+  // The history a turn reads, from the store's tail cache (a thread in use) and from LevelDB (the range read and
+  // decoding of the same messages, as after a restart or once the thread left the cache); and from LevelDB the
+  // last `sameCount` messages, so that two threads of different lengths are read for the same work. Each is the
   // mean over `reps` reads: one cached read takes a few us, below what single timings can tell apart.
-  async historyRead({ contextId, reps }) {
+  async historyRead({ contextId, reps, sameCount }) {
     const key = { tenant: openModeTenant, contextId };
     const count = config.history.maxMessages + 1;
     const perRead = async (read) => {
-      for (let i = 0; i < 50; i++) await read();
+      for (let i = 0; i < 500; i++) await read();
       const t = performance.now();
       for (let i = 0; i < reps; i++) await read();
       return (performance.now() - t) / reps;
     };
     const cachedMs = await perRead(() => store.tail(key, count));
     const storedMs = await perRead(() => store.readMessages(key, { order: "newest-first", limit: count }));
-    return { cachedMs, storedMs, messages: (await store.tail(key, count)).length };
+    const sameMs = await perRead(() => store.readMessages(key, { order: "newest-first", limit: sameCount }));
+    return { cachedMs, storedMs, sameMs, messages: (await store.tail(key, count)).length };
   },
   // Idle conversations made through the engine itself (no network), each with one completed turn.
   async conversations({ count, concurrency }) {
