@@ -338,7 +338,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
       // What the target leaves a server per stream above what Node itself holds for one (the bare server's growth).
       const floor =
         b && !b.skipped
-          ? `; the floor ${ratio(b.rssGrowth / a.rssGrowth)}, so half the anchor's leaves ${kib((a.rssGrowth / 2 - b.rssGrowth) / p.opened)} of RSS per stream above it`
+          ? `; the floor ${ratio(b.rssGrowth / a.rssGrowth)}, so half the anchor's leaves ${kib((a.rssGrowth / 2 - b.rssGrowth) / a.opened)} of RSS per stream above it`
           : "";
       targets.push([
         "1 000 open streams: <= 1/2 the in-memory SDK's RSS growth, memory returned",

@@ -132,11 +132,11 @@ serveControl({
       .reduce((sum, st) => sum + st.size, 0);
     return { ms, storeBytes };
   },
-  // The engine's history read for one turn: the newest maxMessages+1 records of the thread.
-  // The history a turn reads, from the store's tail cache (a thread in use) and from LevelDB (the range read and
-  // decoding of the same messages, as after a restart or once the thread left the cache); and from LevelDB the
-  // last `sameCount` messages, so that two threads of different lengths are read for the same work. Each is the
-  // mean over `reps` reads: one cached read takes a few us, below what single timings can tell apart.
+  // The history a turn reads (the newest maxMessages+1 messages of the thread), from the store's tail cache (a
+  // thread in use) and from LevelDB (the range read and decoding of the same messages, as after a restart or once
+  // the thread left the cache); and from LevelDB the last `sameCount` messages, so that two threads of different
+  // lengths are read for the same work. Each is the mean over `reps` reads: one cached read takes a few us, below
+  // what single timings can tell apart.
   async historyRead({ contextId, reps, sameCount }) {
     const key = { tenant: openModeTenant, contextId };
     const count = config.history.maxMessages + 1;
