@@ -26,7 +26,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
   out.push(
     `Machine: ${machine.nproc} cores (nproc), ${machine.cpuModel}, Node ${machine.node}. ` +
       `${settings.concurrency} requests in flight, ${settings.warmupMs / 1000} s warm-up + ${settings.measureMs / 1000} s measured per row, ` +
-      `best of ${settings.rounds} round${settings.rounds === 1 ? "" : "s"} (each on a fresh server process); ` +
+      `best of ${settings.rounds} round${settings.rounds === 1 ? "" : "s"} (each on a fresh server process, the servers in reverse order in even rounds); ` +
       (settings.pinned ? "every server pinned to CPU 0, the load generator to CPU 1; " : "") +
       `Parley with durable history (LevelDB in a temp dir).`,
   );
