@@ -342,10 +342,13 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
     try {
       const url = parley.info.grpcUrl;
       process.stderr.write(`  history build (10 vs 100 000 messages) ... [${elapsed()}]\n`);
-      await parley.request("fill", { contextId: "thread-10", count: 10 });
+      // The small thread's whole is what both threads read for the same work (historyRead's sameCount).
+      const small = 10;
+      const reps = 5_000;
+      await parley.request("fill", { contextId: "thread-10", count: small });
       const fill = await parley.request("fill", { contextId: "thread-100k", count: 100_000 });
-      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps: 5_000, sameCount: 10 });
-      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps: 5_000, sameCount: 10 });
+      const read10 = await parley.request("historyRead", { contextId: "thread-10", reps, sameCount: small });
+      const read100k = await parley.request("historyRead", { contextId: "thread-100k", reps, sameCount: small });
       // Alternating the two keeps drift (GC, compaction) from landing on one side only.
       const sendTimes = { small: [], big: [] };
       const sendCpu = { small: 0, big: 0 };
@@ -371,6 +374,8 @@ if (withScaling && (part("history") || part("growth") || part("flat") || part("s
         cached100kMs: read100k.cachedMs,
         same10Ms: read10.sameMs,
         same100kMs: read100k.sameMs,
+        sameMessages: small,
+        reads: reps,
         readMessages10: read10.messages,
         readMessages100k: read100k.messages,
         send10Ms: med(sendTimes.small),
