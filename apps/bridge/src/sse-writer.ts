@@ -149,6 +149,12 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
     res.writeHead(200, sseHeaders);
     let corked = false;
     let wrote = true;
+    /** Hands what the tick corked to the socket; also before end(), which drops corked bytes on Node 24. */
+    const uncork = () => {
+      if (!corked) return;
+      corked = false;
+      res.uncork();
+    };
     const send = (payload: unknown, event?: string, eventId?: string) => {
       if (res.destroyed) return;
       wrote = true;
@@ -156,10 +162,7 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       if (!corked) {
         corked = true;
         res.cork();
-        process.nextTick(() => {
-          corked = false;
-          res.uncork();
-        });
+        process.nextTick(uncork);
       }
       res.write(
         `${event ? `event: ${event}\n` : ""}${eventId ? `id: ${eventId}\n` : ""}data: ${JSON.stringify(payload)}\n\n`,
@@ -299,6 +302,7 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       if (!pulling) await Promise.resolve(iterator.return?.()).catch(() => undefined);
       if (res.destroyed) markEnded();
       else {
+        uncork();
         res.end(markEnded);
         // A client that reads nothing of its last bytes either, for stallMs: its socket goes, and those bytes with it.
         if (!res.writableFinished) void roomFor(0).then((drained) => drained || res.destroy());

@@ -11,7 +11,7 @@ import { validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { A2AService, GetTaskRequestSchema, SendMessageRequestSchema, TaskSchema, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createConnectRoute } from "../src/listen/connect-route.js";
-import type { NodeRequest, NodeResponse } from "../src/listen/http-front.js";
+import { type NodeRequest, type NodeResponse, writeHead } from "../src/listen/http-front.js";
 import { createBodyReader } from "../src/listen/request-body.js";
 import { createServiceCalls } from "../src/service-calls.js";
 import { grpcEnvelope as envelope, h2Post } from "./fixtures/h2-post.js";
@@ -47,7 +47,7 @@ describe("the Connect route's dispatch", () => {
       },
       (req: NodeRequest, res: NodeResponse) => {
         fallbacks.push(`${req.method} ${req.url}`);
-        res.writeHead(299, { "content-type": "text/plain" });
+        writeHead(res, 299, { "content-type": "text/plain" });
         res.end("fallback");
       },
     );

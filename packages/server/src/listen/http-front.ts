@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { performance } from "node:perf_hooks";
 import { context, type Span, SpanKind, trace } from "@opentelemetry/api";
@@ -11,6 +11,12 @@ import { extractTraceContext, parleyTracer, tracingActive } from "../observabili
 
 export type NodeRequest = IncomingMessage | Http2ServerRequest;
 export type NodeResponse = ServerResponse | Http2ServerResponse;
+
+/** Starts a response on either port: @types/node's `writeHead` overloads of the two kinds do not unify. */
+export function writeHead(res: NodeResponse, status: number, headers: OutgoingHttpHeaders): void {
+  if ("stream" in res) res.writeHead(status, headers);
+  else res.writeHead(status, headers);
+}
 
 /** A request id a caller may choose itself (so it can find its request in the logs); anything else is replaced. */
 const acceptableRequestId = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -41,7 +47,7 @@ export function createHttpFront<Req extends NodeRequest, Res extends NodeRespons
   const { observability, health } = options;
   const { cors, metrics } = observability;
   const text = (res: NodeResponse, status: number, body: string, contentType = "text/plain; charset=utf-8") => {
-    res.writeHead(status, { "Content-Type": contentType, "Cache-Control": "no-store" });
+    writeHead(res, status, { "Content-Type": contentType, "Cache-Control": "no-store" });
     res.end(body);
   };
   return (req: Req, res: Res) => {

@@ -3,7 +3,7 @@ import * as http2 from "node:http2";
 import { type Code, ConnectError } from "@connectrpc/connect";
 import { endStreamToJson, errorToJson } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import type { NodeRequest, NodeResponse } from "./http-front.js";
+import { type NodeRequest, type NodeResponse, writeHead } from "./http-front.js";
 
 /**
  * Answers an RPC that is refused before its handler ran (its body did not
@@ -30,16 +30,16 @@ export function refuseRpc(req: NodeRequest, res: NodeResponse, code: Code, messa
     envelope[0] = 0b10; // the end-stream flag
     new DataView(envelope.buffer).setUint32(1, json.length);
     envelope.set(json, 5);
-    res.writeHead(200, { "content-type": contentType });
+    writeHead(res, 200, { "content-type": contentType });
     res.end(envelope);
     return;
   }
   if (contentType.startsWith("application/json") || contentType.startsWith("application/proto")) {
-    res.writeHead(httpStatus, { "content-type": "application/json" });
+    writeHead(res, httpStatus, { "content-type": "application/json" });
     res.end(JSON.stringify(errorToJson(error, undefined)));
     return;
   }
-  res.writeHead(httpStatus, { "content-type": "text/plain; charset=utf-8" });
+  writeHead(res, httpStatus, { "content-type": "text/plain; charset=utf-8" });
   res.end(`${message}\n`);
 }
 
@@ -63,7 +63,7 @@ export function refuseGrpc(
     req.stream.respond({ ...res.getHeaders(), ...fields, ":status": 200 }, { endStream: true });
     return;
   }
-  if (!res.headersSent) res.writeHead(200, fields);
+  if (!res.headersSent) writeHead(res, 200, fields);
   res.end();
 }
 
