@@ -32,15 +32,23 @@ export interface BodyReaderOptions<Req extends NodeRequest = NodeRequest, Res ex
  * the garbage collector to trace, one per request).
  */
 const bodyKey = Symbol("parley.readBody");
-type WithBody = { [bodyKey]?: ReadBody };
+/** Set once the read body was iterated: the request stream is at its end after that, as a real one would be. */
+const bodyTakenKey = Symbol("parley.bodyTaken");
+type WithBody = { [bodyKey]?: ReadBody; [bodyTakenKey]?: boolean };
 
 /** The body the reader read for this request, or undefined when it did not run in front of the handler. */
 export function readBodyOf(req: object): ReadBody | undefined {
   return (req as WithBody)[bodyKey];
 }
 
-/** A read request's body as an async iterable, for handlers that iterate the request (Connect's Node adapter). */
+/**
+ * A read request's body as an async iterable, for handlers that iterate the request (Connect's Node adapter reads
+ * it through `req.iterator()`, and iterates again after answering to drain what is left): the first iteration
+ * yields what was read, any later one nothing.
+ */
 async function* readBodyChunks(this: WithBody) {
+  if (this[bodyTakenKey]) return;
+  this[bodyTakenKey] = true;
   const bytes = this[bodyKey]?.bytes;
   if (bytes && bytes.length > 0) yield bytes;
 }
@@ -92,6 +100,7 @@ export function createBodyReader<Req extends NodeRequest, Res extends NodeRespon
       (req as WithBody)[bodyKey] = { bytes, tooLarge, receivedBytes: received };
       // The stream was read to its end here: iterating the request yields what was read (one shared function).
       Object.defineProperty(req, Symbol.asyncIterator, { configurable: true, value: readBodyChunks });
+      Object.defineProperty(req, "iterator", { configurable: true, value: readBodyChunks });
       if (tooMuch) discardTheRest(req, res, deadline);
       handler(req, res);
     };

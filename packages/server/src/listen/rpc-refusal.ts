@@ -58,6 +58,10 @@ export function refuseGrpc(
   setTrailerStatus(new Headers(), error).forEach((value, name) => {
     fields[name] = value;
   });
+  // setTrailerStatus keeps protocol headers out of an error's metadata, but gRPC's compression spec answers a
+  // refused request encoding with the encodings the server takes.
+  const accepted = error.metadata.get("grpc-accept-encoding");
+  if (accepted !== null) fields["grpc-accept-encoding"] = accepted;
   if ("stream" in req && !req.stream.headersSent && !req.stream.destroyed) {
     // respond() skips the compatibility response, so the headers already set on it (parley-request-id) go in here.
     req.stream.respond({ ...res.getHeaders(), ...fields, ":status": 200 }, { endStream: true });
