@@ -3,7 +3,7 @@ import { defineConfig } from "vite";
 // The bridge serves the build at /console/; assets/ holds content-hashed files it caches for a year.
 export default defineConfig({
   base: "/console/",
-  esbuild: { jsx: "automatic", jsxImportSource: "preact" },
+  oxc: { jsx: { runtime: "automatic", importSource: "preact" } },
   build: {
     outDir: "dist",
     emptyOutDir: true,
