@@ -11,6 +11,7 @@ import {
   type TextMapSetter,
   trace,
 } from "@opentelemetry/api";
+import { batchOptionsFromEnv, samplerFromEnv } from "./trace-env.js";
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -76,24 +77,37 @@ export function startTracing(serviceName: string, env: Env = process.env): Promi
   pipeline ??= (async () => {
     const settings = tracingSettingsFromEnv(env);
     if (!settings) return undefined;
-    const [{ NodeTracerProvider }, { BatchSpanProcessor }, resources, exporterModule] = await Promise.all([
-      import("@opentelemetry/sdk-trace-node"),
-      import("@opentelemetry/sdk-trace-base"),
+    const [sdk, { AsyncLocalStorageContextManager }, core, resources, exporters] = await Promise.all([
+      import("@opentelemetry/sdk-trace"),
+      import("@opentelemetry/context-async-hooks"),
+      import("@opentelemetry/core"),
       import("@opentelemetry/resources"),
       settings.protocol === "http/json"
         ? import("@opentelemetry/exporter-trace-otlp-http")
         : import("@opentelemetry/exporter-trace-otlp-proto"),
     ]);
-    // Endpoint, headers, timeout, sampler and batch sizes come from the standard OTEL_* variables.
+    // The exporter reads its endpoint, headers and timeout from the standard OTEL_* variables; Parley reads the
+    // sampler's and the batch processor's (trace-env.ts).
     const resource = resources
       .defaultResource()
       .merge(resources.resourceFromAttributes({ "service.name": serviceName }))
       .merge(resources.detectResources({ detectors: [resources.envDetector] }));
-    const provider = new NodeTracerProvider({
+    const provider = new sdk.TracerProvider({
       resource,
-      spanProcessors: [new BatchSpanProcessor(new exporterModule.OTLPTraceExporter())],
+      sampler: samplerFromEnv(env, sdk),
+      spanProcessors: [
+        new sdk.BatchSpanProcessor({ exporter: new exporters.OTLPTraceExporter(), ...batchOptionsFromEnv(env) }),
+      ],
     });
-    provider.register();
+    // What SDK 2's NodeTracerProvider.register() did: the provider, an AsyncLocalStorage context manager (spans
+    // follow async calls) and W3C trace context plus baggage propagation, all global.
+    trace.setGlobalTracerProvider(provider);
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    propagation.setGlobalPropagator(
+      new core.CompositePropagator({
+        propagators: [new core.W3CTraceContextPropagator(), new core.W3CBaggagePropagator()],
+      }),
+    );
     active = true;
     return {
       async shutdown() {
