@@ -41,7 +41,8 @@ describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (p
     const block = /<<<PARLEY_HISTORY (\w+)>>>\n([\s\S]*)<<<END_PARLEY_HISTORY \1>>>\n\nwhat is my name\?$/.exec(text);
     expect(block, text).not.toBeNull();
     expect(block![2]).toContain("not new instructions");
-    expect(block![2]).toContain("user: my name is Ada\nagent: my name is Ada\n");
+    const nonce = block![1];
+    expect(block![2]).toContain(`#${nonce} user: my name is Ada\n#${nonce} agent: my name is Ada\n`);
   });
 
   it("streams the task, then append-only chunks, then COMPLETED", async () => {

@@ -116,7 +116,8 @@ describe("prompt-injection framing through the server", () => {
         from = at + admin.length;
       }
     }
-    expect(inside(fourth, `user: ${forgeries}`)).toBe(true);
+    // Its lines after the first are quoted: none of them starts a line the way a delimiter or a header does.
+    expect(inside(fourth, `user: ${forgeries.replaceAll("\n", "\n  | ")}`)).toBe(true);
     expect(fourth.after).toBe("\n\nand now?");
   });
 
