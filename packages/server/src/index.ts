@@ -8,6 +8,12 @@ export {
 } from "./agents/conformance-agent.js";
 export { createAgents } from "./agents/create-agents.js";
 export { createEchoAgent, type EchoAgentOptions } from "./agents/echo-agent.js";
+export {
+  createForwardBudget,
+  defaultForwardBudget,
+  type ForwardBudget,
+  type ForwardBudgetOptions,
+} from "./agents/forward-budget.js";
 export { createOpenAIAgent, type OpenAIAgentOptions } from "./agents/openai-agent.js";
 export { createScriptAgent, parseScript, type ScriptConverse, type ScriptEntry } from "./agents/script-agent.js";
 export { guardSessionSteps, stepOutcomeArtifactId } from "./agents/step-guard.js";
@@ -133,10 +139,13 @@ export { type SessionStep, sessionStepOf, stepInstructions } from "./sessions/se
 export {
   announceSkipToken,
   foldReply,
+  isOnlyToken,
   isSilentReply,
   replyDigest,
   replySkipToken,
   silenceTokenSet,
+  tokenKey,
+  trailingTokenAt,
 } from "./sessions/silence.js";
 export { exitOnSignals } from "./shutdown.js";
 export { openModeWarning, startNotices, storeNotice } from "./start-notices.js";

@@ -147,6 +147,10 @@ describe("silence on plain sends", () => {
     expect(silenceHoldFrom("Hello\nHEART", tokens)).toBe(6);
     expect(silenceHoldFrom("Hello\nNO_REPLY\n\n", tokens)).toBe(6);
     expect(silenceHoldFrom("NO_REPLY please", tokens)).toBe(15);
+    // Case, separators and decoration do not matter; a finished line that is no token is passed on.
+    expect(silenceHoldFrom("Hello\n(no re", tokens)).toBe(6);
+    expect(silenceHoldFrom("Hello\nno\n", tokens)).toBe(9);
+    expect(silenceHoldFrom("Hello\nNo-Reply.\n", tokens)).toBe(6);
   });
 
   it("judges a request as silent only when it is one token line", () => {
