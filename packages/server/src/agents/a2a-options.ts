@@ -1,4 +1,6 @@
 import { z } from "zod";
+import { millis } from "../config/timer-range.js";
+import { defaultForwardBudget } from "./forward-budget.js";
 
 /**
  * The `options` of an a2a agent in the configuration. That the peer is one of
@@ -7,6 +9,18 @@ import { z } from "zod";
 export const a2aOptionsSchema = z.strictObject({
   /** The name of the entry in `peers` each turn is forwarded to. */
   peer: z.string().min(1),
+  /**
+   * The agent's bound on its own forwards (forward-budget.ts), on by default: within `windowMs` (default 10000)
+   * at most `maxRepeats` forwards of the same text (default 5) and `maxForwards` of any (default 1000); 0 turns
+   * a bound off. It stops loops through relays that drop Parley's chain metadata.
+   */
+  forwardBudget: z
+    .strictObject({
+      windowMs: millis(1).default(defaultForwardBudget.windowMs),
+      maxRepeats: z.int().min(0).default(defaultForwardBudget.maxRepeats),
+      maxForwards: z.int().min(0).default(defaultForwardBudget.maxForwards),
+    })
+    .optional(),
 });
 
 export type A2AOptions = z.output<typeof a2aOptionsSchema>;

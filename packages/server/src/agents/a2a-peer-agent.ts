@@ -6,6 +6,7 @@ import type { PeerConfig } from "../config.js";
 import { messageText } from "../engine/history.js";
 import { parleyMetadataKey } from "../engine/parley-metadata.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
+import { createForwardBudget, defaultForwardBudget, type ForwardBudgetOptions } from "./forward-budget.js";
 import { callPeer, PeerError } from "./peer-call.js";
 
 /**
@@ -15,18 +16,23 @@ import { callPeer, PeerError } from "./peer-call.js";
  * stops at a loop, at the hop limit or when its budget is used up, and the
  * remote's work is charged to the chain's budget when its answer comes back.
  * A failed remote task, or a remote that cannot be reached, fails this turn
- * with the cause; a refused chain fails it with the refusal's reason.
+ * with the cause; a refused chain fails it with the refusal's reason. The
+ * agent bounds its own forwards (forward-budget.ts) for loops that the chain
+ * metadata cannot see.
  */
 export function createA2APeerAgent(options: {
   readonly name: string;
   readonly peer: PeerConfig;
   readonly self: string;
+  readonly forwardBudget?: ForwardBudgetOptions;
 }): Agent {
   const { peer } = options;
+  const charge = createForwardBudget(options.name, peer, options.forwardBudget ?? defaultForwardBudget);
   return {
     name: options.name,
     description: peer.description ?? `Remote A2A agent ${peer.name} (${peer.protocol}, ${peer.url})`,
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
+      charge(turn.text);
       const hand = turn.chain.hand();
       const message = create(MessageSchema, {
         messageId: randomUUID(),

@@ -30,7 +30,12 @@ export function createAgents(configs: readonly AgentConfig[], peers: readonly Pe
         const peer = peers.find((p) => p.name === config.options.peer);
         // The configuration's check refuses such a name; this is for configurations built in code.
         if (!peer) throw new Error(`agent ${config.name}: option peer names no configured peer`);
-        return createA2APeerAgent({ name: config.name, peer, self });
+        return createA2APeerAgent({
+          name: config.name,
+          peer,
+          self,
+          ...(config.options.forwardBudget ? { forwardBudget: config.options.forwardBudget } : {}),
+        });
       }
       case "conformance":
         return createConformanceAgent({ ...config.options, name: config.name });
