@@ -104,7 +104,7 @@ describe("durability", () => {
       expect(retry.id).toBe(taskId);
       expect(retry.status?.state).toBe(TaskState.FAILED);
       const why = messageText(retry.status!.message!);
-      expect(why).toMatch(/^interrupted: the server stopped while this task was running/);
+      expect(why).toMatch(/^interrupted: the server process ended \(a crash or a kill\) while this task was running/);
       expect(why).toContain(`send it as a new message (a new messageId) with contextId "${contextId}"`);
       // What the status says works: a new messageId in the same context runs, with the cut-off turn in its history.
       const resumed = (

@@ -163,7 +163,10 @@ export class Engine {
     for (const listed of await this.store.listUnfinishedTasks()) {
       if (!isCutOffByLostRun(listed.state)) continue;
       failed++;
-      const why = interruptedStatus("interrupted: the server stopped while this task was running", listed.contextId);
+      const why = interruptedStatus(
+        "interrupted: the server process ended (a crash or a kill) while this task was running, found at restart; any partial reply was not kept",
+        listed.contextId,
+      );
       // A turn cut off while hidden (its answer might have been a Message) ends as a task: a retry of its
       // message must find it, FAILED. It is made visible first, so the paths below find its record.
       const { hidden, ...record } = listed;
@@ -498,7 +501,8 @@ export class Engine {
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
     clearTimeout(timer);
-    for (const run of this.runs.values()) run.interrupt();
+    for (const run of this.runs.values())
+      run.interrupt(`the server shut down and its grace of ${graceMs} ms (shutdownGraceMs) ran out`);
     await all;
   }
 }

@@ -122,9 +122,9 @@ export class TaskRun implements TaskEventSource {
     if (!this.ended) this.abort(new RunStop("cancel", why));
   }
 
-  /** Stops the agent because the server shuts down; the task ends FAILED (interrupted). */
-  interrupt(): void {
-    if (!this.ended) this.abort(new RunStop("shutdown", "shutdown"));
+  /** Stops the agent because the server shuts down (`why` says how); the task ends FAILED (interrupted). */
+  interrupt(why = "the server shut down"): void {
+    if (!this.ended) this.abort(new RunStop("shutdown", why));
   }
 
   private nextChange(): Promise<void> {

@@ -117,20 +117,36 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     if (run.aborted) throw run.abortReason;
   } catch (error) {
     const reason = run.aborted ? run.abortReason : error;
+    const partial = partialNote(textChunks, replyText);
     if (reason instanceof RunStop && reason.kind === "cancel") {
       finalState = TaskState.CANCELED;
-      statusText = "canceled on request";
+      statusText = `canceled on request${partial}`;
     } else {
       const shutdown = reason instanceof RunStop;
       finalState = TaskState.FAILED;
       if (reason instanceof ChainRefusedError) refused = reason.reason;
       statusText = shutdown
-        ? interruptedStatus("interrupted: the server shut down before this task finished", run.contextId)
-        : `agent ${agent.name} failed: ${reason instanceof Error ? reason.message : String(reason)}`;
-      if (!shutdown) ctx.logger.warn({ taskId: run.taskId, err: reason }, "agent failed");
+        ? interruptedStatus(
+            `interrupted: ${reason.message} while agent ${agent.name} was answering${partial}`,
+            run.contextId,
+          )
+        : `agent ${agent.name} failed: ${reason instanceof Error ? reason.message : String(reason)}${partial}`;
     }
+    ctx.logger.warn(
+      { taskId: run.taskId, contextId: run.contextId, agent: agent.name, chunks: textChunks, err: reason },
+      `turn did not finish: ${statusText}`,
+    );
   } finally {
     clearTimeout(timer);
+  }
+  // A turn that did not finish keeps none of its reply (see cutShort): the status says why and what was dropped.
+  if (cutShort(finalState) && textChunks > 0) {
+    if (statusText === undefined || !statusText.includes(" was not kept")) {
+      statusText = `${statusText ?? `the agent ended the turn ${TaskState[finalState]}`}${partialNote(textChunks, replyText)}`;
+    }
+    task.artifacts = task.artifacts.filter((a) => a.artifactId !== artifactId);
+    replyText = "";
+    textChunks = 0;
   }
 
   try {
@@ -146,7 +162,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     }
     start(false);
     if (silent) {
-      // Whatever streamed before the agent fell silent is withdrawn: no text artifact, no stored reply.
+      // The silence guard streams nothing of a reply that is only a token: no text artifact, no stored reply.
       task.artifacts = task.artifacts.filter((a) => a.artifactId !== artifactId);
       replyText = "";
       textChunks = 0;
@@ -155,7 +171,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
       publishArtifact(run, partsArtifact(artifactId, "", [textPart("")]), true, true);
     }
     // A failure is the task's status, never the agent's reply: its text stays out of the thread.
-    const replyBody = replyText !== "" ? replyText : finalState === TaskState.FAILED ? undefined : statusText;
+    const replyBody = replyText !== "" ? replyText : cutShort(finalState) ? undefined : statusText;
     const reply = replyBody !== undefined && replyBody !== "" ? agentMessage(task, replyBody) : undefined;
     if (reply) task.history.push(reply);
     setStatus(task, finalState, statusText);
@@ -173,6 +189,20 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     await ctx.coordinator.finish(run);
     run.end();
   }
+}
+
+/**
+ * Whether a turn ending in `state` did not finish (it failed, was canceled, was interrupted): the thread then
+ * keeps none of the agent's partial reply, so no later turn reads cut-off text as a complete answer. Not kept
+ * rather than kept marked: a crash keeps nothing either, and a marked fragment would still be model input.
+ */
+export function cutShort(state: TaskState): boolean {
+  return state === TaskState.FAILED || state === TaskState.CANCELED;
+}
+
+/** What a cut-off turn's status adds about the reply text that was streamed and then not kept. */
+function partialNote(chunks: number, text: string): string {
+  return chunks > 0 ? `; its partial reply (${chunks} chunks, ${text.length} characters) was not kept` : "";
 }
 
 async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message): Promise<void> {
