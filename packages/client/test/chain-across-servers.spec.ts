@@ -1,7 +1,7 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, extensionUris, Phase, Provenance, StopReason, TaskSchema, TaskState } from "@parley/proto";
-import { ChainLedger } from "@parley/server";
+import { ChainLedger, messageText } from "@parley/server";
 import { describe, expect, it } from "vitest";
 import { createParleyClient } from "../src/index.js";
 import {
@@ -159,10 +159,16 @@ describe("silence on plain sends", () => {
     expect(task.metadata?.parley).toEqual({ silent: true });
     expect(toJsonString(TaskSchema, task)).not.toContain("NO_REPLY");
     expect(await thread("a", contextId)).toEqual([{ provenance: Provenance.USER, text: "hello" }]);
-    // The rule Converse uses: a last line that is a token silences the reply, the musing above it too.
-    const musing = await send("a", "musing", "should you answer?", `musing-${crypto.randomUUID()}`);
-    expect(musing.artifacts).toEqual([]);
-    expect(musing.metadata?.parley).toEqual({ silent: true });
+    // A plain send's trailing token line is dropped and the rest stands: what streamed is never taken back.
+    const musingContext = `musing-${crypto.randomUUID()}`;
+    const musing = await send("a", "musing", "should you answer?", musingContext);
+    expect(musing.artifacts.map((a) => messageText(a)).join("")).toBe("Let me think about whether to answer.\n");
+    expect(musing.metadata?.parley).toBeUndefined();
+    expect(toJsonString(TaskSchema, musing)).not.toContain("NO_REPLY");
+    expect((await thread("a", musingContext))[1]).toEqual({
+      provenance: Provenance.AGENT,
+      text: "Let me think about whether to answer.\n",
+    });
   });
 
   it("never stores or returns a silent reply over JSON-RPC", async () => {
