@@ -220,7 +220,10 @@ describe("a turn cut by a deadline or a cancel", () => {
   let server: TestServer;
   beforeAll(async () => {
     server = await startTestServer({
-      agents: [{ name: "slow", type: "echo", options: { input: "text", chunks: 10, delayMs: 100 } }],
+      agents: [
+        { name: "slow", type: "echo", options: { input: "text", chunks: 10, delayMs: 100 } },
+        { name: "model", type: "openai", options: { baseUrl: model.baseUrl, model: "fake-model" } },
+      ],
       limits: { agentStepTimeoutMs: 450 },
     });
   });
@@ -267,6 +270,23 @@ describe("a turn cut by a deadline or a cancel", () => {
       state: TaskState.CANCELED,
       status: expect.stringMatching(
         /^canceled on request; its partial reply \(\d+ chunks, \d+ characters\) was not kept$/,
+      ),
+      artifacts: "",
+      thread: [Provenance.USER],
+    });
+  });
+
+  it("a deadline names the model, its URL and how far its stream got", async () => {
+    const events: StreamResponse[] = [];
+    const stream = server.a2a("grpc", { "parley-agent": "model" }).sendStreamingMessage({
+      message: userMessage("hang past the deadline", { contextId: "dl-model" }),
+    });
+    for await (const e of stream) events.push(e);
+    const record = await cutRecord("dl-model", taskIdOf(events));
+    expect(record).toEqual({
+      state: TaskState.FAILED,
+      status: expect.stringMatching(
+        /^agent model failed: agent model did not finish within 450 ms \(limits\.agentStepTimeoutMs\): model fake-model at http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions had streamed 5 chunks; its partial reply \(5 chunks, 30 characters\) was not kept$/,
       ),
       artifacts: "",
       thread: [Provenance.USER],

@@ -21,6 +21,11 @@ function causeOf(error: unknown): string {
   return cause instanceof Error && cause.message && !text.includes(cause.message) ? `${text} (${cause.message})` : text;
 }
 
+/** The turn's stop reason, told with where it found the model; the engine reads it only for a deadline. */
+function stoppedAt(reason: unknown, where: string): Error {
+  return new Error(`${reason instanceof Error ? reason.message : String(reason)}: ${where}`, { cause: reason });
+}
+
 /**
  * Any OpenAI-compatible chat-completions endpoint, streamed (OpenAI, vLLM,
  * llama.cpp server, Ollama). The model reads the framed input: the history
@@ -59,7 +64,7 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
         response = await request;
       } catch (error) {
         // A stop (cancel, deadline, shutdown) is the turn's own reason, not the model's failure.
-        if (turn.signal.aborted) throw turn.signal.reason;
+        if (turn.signal.aborted) throw stoppedAt(turn.signal.reason, `${where} had not answered yet`);
         throw new Error(`${where}: the request failed: ${causeOf(error)}`);
       }
       if (!response.ok || !response.body) {
@@ -102,7 +107,7 @@ export function createOpenAIAgent(options: OpenAIAgentOptions): Agent {
           if (done) break;
         }
       } catch (error) {
-        if (turn.signal.aborted) throw turn.signal.reason;
+        if (turn.signal.aborted) throw stoppedAt(turn.signal.reason, `${where} had streamed ${chunks} chunks`);
         if (error === failure) throw error;
         throw new Error(`${where}: the stream broke after ${chunks} chunks, before its end marker: ${causeOf(error)}`);
       }

@@ -116,7 +116,11 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     }
     if (run.aborted) throw run.abortReason;
   } catch (error) {
-    const reason = run.aborted ? run.abortReason : error;
+    const stop = run.aborted ? run.abortReason : undefined;
+    // An agent may say where a deadline found it (an Error whose cause is the stop); a cancel or shutdown is told as is.
+    const elaborated =
+      stop !== undefined && !(stop instanceof RunStop) && error instanceof Error && error.cause === stop;
+    const reason = stop === undefined || elaborated ? error : stop;
     const partial = partialNote(textChunks, replyText);
     if (reason instanceof RunStop && reason.kind === "cancel") {
       finalState = TaskState.CANCELED;

@@ -559,7 +559,10 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     key: ThreadKey,
     taskId: string,
     fence: Fence,
-    why = interruptedStatus("executor lost: the replica running this task stopped renewing its lease", key.contextId),
+    why = interruptedStatus(
+      "executor lost: the replica running this task stopped renewing its lease; any partial reply was not kept",
+      key.contextId,
+    ),
   ): Promise<void> {
     const record = await this.options.store.getTask(key.tenant, taskId);
     if (record && isCutOffByLostRun(record.state)) {
