@@ -296,7 +296,10 @@ export const parleyConfigSchema = z
       }),
       silenceTokens: setting(
         z.array(z.string().min(1)).default(["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"]),
-        { description: "replies that end a phase and are never delivered or stored" },
+        {
+          description:
+            "silence tokens, matched ignoring case, separators and decoration: a reply that is only one is never delivered or stored",
+        },
       ),
     }),
     capabilities: section({
