@@ -1,10 +1,13 @@
 // Loops that leave no trace: server A's a2a agent points at a plain A2A JSON-RPC relay that drops contextId and
 // all metadata (Parley's chain context with it) and forwards to A again. A's agent bounds its own forwards.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fromJson, toJson } from "@bufbuild/protobuf";
 import { SendMessageRequestSchema, SendMessageResponseSchema, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createForwardBudget, messageText } from "../src/index.js";
+import { ConfigError, createForwardBudget, loadConfig, messageText } from "../src/index.js";
 import { freePort } from "./fixtures/free-port.js";
 import { startTestServer, type TestServer, userMessage } from "./harness.js";
 
@@ -67,6 +70,66 @@ describe("an a2a agent's forward budget", () => {
     // The default bound: five forwards, then the sixth pass through A refuses.
     expect(relay.forwarded()).toBe(5);
   }, 60_000);
+});
+
+describe("a configured forward budget", () => {
+  let b: TestServer;
+  const relay = startStrippingRelay(() => b);
+  let relayUrl = "";
+
+  beforeAll(async () => {
+    const port = await freePort();
+    await relay.listen(port);
+    relayUrl = `http://127.0.0.1:${port}/`;
+    b = await startTestServer({
+      peers: [{ name: "relay", url: relayUrl, protocol: "jsonrpc" }],
+      agents: [
+        {
+          name: "tight",
+          type: "a2a",
+          options: { peer: "relay", forwardBudget: { windowMs: 10_000, maxRepeats: 2, maxForwards: 1000 } },
+        },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await b?.close();
+    await new Promise<void>((resolve) => relay.server.close(() => resolve()));
+  });
+
+  it("takes its bound from agents[].options.forwardBudget", async () => {
+    const reply = await b.a2a("grpc").sendMessage({ message: userMessage("again and again") });
+    const task = reply.payload.value as Task;
+    expect(messageText(task.status!.message!)).toContain(
+      "already forwarded this same text 2 times within 10000 ms (forwardBudget.maxRepeats 2)",
+    );
+    expect(relay.forwarded()).toBe(2);
+  }, 60_000);
+
+  it("refuses a bound that is not a whole number of at least 0, at its full path", () => {
+    const config = JSON.stringify({
+      peers: [{ name: "relay", url: "http://127.0.0.1:9/", protocol: "jsonrpc" }],
+      agents: [{ name: "x", type: "a2a", options: { peer: "relay", forwardBudget: { maxRepeats: -1, windw: 5 } } }],
+    });
+    const dir = mkdtempSync(join(tmpdir(), "parley-forward-budget-"));
+    const path = join(dir, "config.json");
+    writeFileSync(path, config);
+    let problems: string[] = [];
+    try {
+      loadConfig({ argv: ["--config", path], env: {} });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      problems = error.problems.map((p) => `${p.path}: ${p.message}`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    expect(problems).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^agents\[0\]\.options\.forwardBudget\.maxRepeats: Too small/),
+        expect.stringMatching(/^agents\[0\]\.options\.forwardBudget\.windw: unknown key/),
+      ]),
+    );
+  });
 });
 
 describe("createForwardBudget", () => {
