@@ -52,6 +52,10 @@ function labelOf(entry: HistoryEntry): string {
   return speaker[entry.provenance];
 }
 
+/** Whatever a reader may take for the end of a line: CR, LF, CRLF, VT, FF, NEL and the Unicode separators. */
+const lineBreak = /[\n\r\v\f\u0085\u2028\u2029]/;
+const lineBreaks = /\r\n|[\n\r\v\f\u0085\u2028\u2029]/;
+
 /** How a continuation line of a message is quoted in the block: never at the start of a line, never a header. */
 export const historyLineQuote = "  | ";
 
@@ -61,7 +65,9 @@ export const historyLineQuote = "  | ";
  * nonce, so no text inside a message can produce a line that reads as another message or as the block's end.
  */
 function renderEntry(label: string, text: string, nonce: string): string {
-  const lines = text.split(/\r\n|\r|\n/);
+  // Most messages are one line: no split.
+  if (!lineBreak.test(text)) return `#${nonce} ${label}: ${text}`;
+  const lines = text.split(lineBreaks);
   let out = `#${nonce} ${label}: ${lines[0]}`;
   for (let i = 1; i < lines.length; i++) out += `\n${historyLineQuote}${lines[i]}`;
   return out;
