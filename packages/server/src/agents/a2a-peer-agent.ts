@@ -60,7 +60,7 @@ export function createA2APeerAgent(options: {
       const state = task.status?.state ?? TaskState.UNSPECIFIED;
       const status = task.status?.message ? messageText(task.status.message) : "";
       if (state === TaskState.FAILED || state === TaskState.REJECTED) {
-        const text = `peer ${peer.name}'s task ended ${TaskState[state]}: ${status || "without a status message"}`;
+        const text = `peer ${peer.name}'s task at ${peer.url} ended ${TaskState[state]}: ${status || "without a status message"}`;
         const refused = chainRefusalOf(task.metadata);
         throw refused ? new ChainRefusedError(refused, text) : new PeerError(text);
       }
