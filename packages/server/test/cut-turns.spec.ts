@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HistoryOrder, Provenance, type StreamResponse, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { messageText } from "../src/index.js";
 import { type FakeChatModel, startFakeChatModel } from "./fixtures/fake-chat-model.js";
 import { freePort } from "./fixtures/free-port.js";
@@ -37,11 +38,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const start = (dataDir: string, graceMs = 300) =>
+const start = (dataDir: string, graceMs = 300, env: Record<string, string> = {}) =>
   spawnServer({
     dataDir: join(dir, dataDir),
     args: ["--config", configPath],
-    env: { PARLEY_SHUTDOWN_GRACE_MS: String(graceMs) },
+    env: { PARLEY_SHUTDOWN_GRACE_MS: String(graceMs), ...env },
   });
 
 /** Sends `text` as a stream; resolves with the events once the first reply chunk arrived, and the rest later. */
@@ -161,28 +162,60 @@ describe("a turn that does not finish", () => {
   });
 });
 
-describe("a turn cut by the process's end", () => {
+/** Polls GetTask until the task has ended: a PostgreSQL replica ends a dead one's task once its lease lapses. */
+async function ended(server: SpawnedServer, taskId: string): Promise<void> {
+  const until = Date.now() + 30_000;
+  for (;;) {
+    const task = await server.a2a().getTask({ id: taskId });
+    if (task.status?.state === TaskState.FAILED) return;
+    if (Date.now() > until) throw new Error(`task ${taskId} still ${TaskState[task.status?.state ?? 0]} after 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe.each([
+  {
+    backend: "LevelDB",
+    crashCause:
+      /^interrupted: the server process ended \(a crash or a kill\) while this task was running, found at restart; any partial reply was not kept/,
+  },
+  {
+    backend: "PostgreSQL",
+    crashCause:
+      /^executor lost: the replica running this task stopped renewing its lease; any partial reply was not kept/,
+  },
+])("a turn cut by the process's end on $backend", ({ backend, crashCause }) => {
+  let db: TestDatabase | undefined;
+  const env: Record<string, string> = {};
+  beforeAll(async () => {
+    if (backend !== "PostgreSQL") return;
+    db = await createTestDatabase();
+    Object.assign(env, { PARLEY_STORE_URL: db.url, PARLEY_LEASE_TTL_MS: "1000", PARLEY_SWEEP_MS: "200" });
+  });
+  afterAll(async () => db?.drop());
+  const hangs = () => model.inputs.filter((i) => i === "hang on" || i.endsWith("\n\nhang on")).length;
+
   it("SIGTERM whose grace runs out mid-stream: the same record, and a clean next turn after the restart", async () => {
-    let server = await start("sigterm", 300);
-    const hangsBefore = model.inputs.filter((i) => i.endsWith("\nhang on") || i === "hang on").length;
-    const turn = streamTurn(server, "sigterm-ctx", "hang on");
+    let server = await start(`sigterm-${backend}`, 300, env);
+    const before = hangs();
+    const turn = streamTurn(server, `sigterm-${backend}`, "hang on");
     await turn.chunkSeen;
-    await model.hung(hangsBefore + 1);
+    await model.hung(before + 1);
     server.child.kill("SIGTERM");
     const events = await turn.done;
     expect((await server.exited).code).toBe(0);
     const last = events[events.length - 1]!;
     expect(last.payload.case).toBe("statusUpdate");
     const taskId = taskIdOf(events);
-    server = await start("sigterm", 300);
+    server = await start(`sigterm-${backend}`, 300, env);
     try {
       await expectCutRecord(
         server,
-        "sigterm-ctx",
+        `sigterm-${backend}`,
         taskId,
         /^interrupted: the server shut down and its grace of 300 ms \(shutdownGraceMs\) ran out while agent model was answering; its partial reply \(5 chunks, 30 characters\) was not kept/,
       );
-      await expectNextTurnClean(server, "sigterm-ctx", "hang on");
+      await expectNextTurnClean(server, `sigterm-${backend}`, "hang on");
     } finally {
       server.child.kill("SIGKILL");
       await server.exited;
@@ -190,25 +223,21 @@ describe("a turn cut by the process's end", () => {
   }, 60_000);
 
   it("SIGKILL mid-stream: the same record once the restart finds the turn, and a clean next turn", async () => {
-    let server = await start("sigkill");
-    const hangsBefore = model.inputs.filter((i) => i.endsWith("\nhang on") || i === "hang on").length;
-    const turn = streamTurn(server, "sigkill-ctx", "hang on");
+    let server = await start(`sigkill-${backend}`, 300, env);
+    const before = hangs();
+    const turn = streamTurn(server, `sigkill-${backend}`, "hang on");
     await turn.chunkSeen;
-    await model.hung(hangsBefore + 1);
+    await model.hung(before + 1);
     const taskId = taskIdOf(turn.events);
     server.closeClients();
     server.child.kill("SIGKILL");
     await server.exited;
     await turn.done;
-    server = await start("sigkill");
+    server = await start(`sigkill-${backend}`, 300, env);
     try {
-      await expectCutRecord(
-        server,
-        "sigkill-ctx",
-        taskId,
-        /^interrupted: the server process ended \(a crash or a kill\) while this task was running, found at restart; any partial reply was not kept/,
-      );
-      await expectNextTurnClean(server, "sigkill-ctx", "hang on");
+      await ended(server, taskId);
+      await expectCutRecord(server, `sigkill-${backend}`, taskId, crashCause);
+      await expectNextTurnClean(server, `sigkill-${backend}`, "hang on");
     } finally {
       server.child.kill("SIGKILL");
       await server.exited;
