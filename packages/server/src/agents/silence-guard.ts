@@ -11,7 +11,7 @@ import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
  * text artifact and `metadata.parley.silent`), and a reply that ends in a
  * token line loses that line and stands otherwise. Text is passed on as soon
  * as it cannot become part of a trailing token line: only the reply's current
- * last line is held back, while its canonical form is a prefix of a token, so
+ * last line is held back, while it could still be a token line, so
  * a token line reaches no one and nothing passed on is ever taken back: the
  * stored reply is exactly what a subscriber saw. Session steps pass through:
  * their guard withholds the whole step reply.

@@ -72,6 +72,8 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   let directReply: Message | undefined;
   let silent = false;
   let refused: string | undefined;
+  // The agent was stopped or threw: the status was written by the catch below.
+  let stopped = false;
 
   // WORKING is announced only once the agent does work (or says it is working), so a
   // turn that goes straight to its final state publishes SUBMITTED -> final and nothing else.
@@ -122,6 +124,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
       stop !== undefined && !(stop instanceof RunStop) && error instanceof Error && error.cause === stop;
     const reason = stop === undefined || elaborated ? error : stop;
     const partial = partialNote(textChunks, replyText);
+    stopped = true;
     if (reason instanceof RunStop && reason.kind === "cancel") {
       finalState = TaskState.CANCELED;
       statusText = `canceled on request${partial}`;
@@ -145,9 +148,9 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   }
   // A turn that did not finish keeps none of its reply (see cutShort): the status says why and what was dropped.
   if (cutShort(finalState) && textChunks > 0) {
-    if (statusText === undefined || !statusText.includes(" was not kept")) {
+    // A stop or a throw (above) already said it; an agent that ended its own turn FAILED or CANCELED did not.
+    if (!stopped)
       statusText = `${statusText ?? `the agent ended the turn ${TaskState[finalState]}`}${partialNote(textChunks, replyText)}`;
-    }
     task.artifacts = task.artifacts.filter((a) => a.artifactId !== artifactId);
     replyText = "";
     textChunks = 0;
