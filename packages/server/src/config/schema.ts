@@ -309,7 +309,8 @@ export const parleyConfigSchema = z
         env: "PARLEY_PUSH",
       }),
       extendedAgentCard: setting(z.boolean().default(false), {
-        description: "serve the extended agent card",
+        description:
+          "serve the extended agent card (GetExtendedAgentCard) to authenticated callers; requires apiKeys; off: UnsupportedOperationError",
         env: "PARLEY_EXTENDED_CARD",
       }),
       requiredExtensions: setting(z.array(z.string().min(1)).default([]), {
@@ -429,6 +430,17 @@ export const parleyConfigSchema = z
         description: "agent card description",
       }),
       version: setting(z.string().min(1).default("0.1.0"), { description: "agent card version" }),
+      inputModes: setting(
+        z
+          .array(z.string().regex(/^([\w.+-]+|\*)\/([\w.+-]+|\*)$/, "a media type, e.g. text/plain or image/*"))
+          .min(1)
+          .default(["text/plain", "application/json"]),
+        {
+          description:
+            "media types the agents accept in message parts (the card's defaultInputModes; type/* and */* match families); a text part is text/plain, a data part application/json, a file part its mediaType (application/octet-stream if none); others are refused with ContentTypeNotSupportedError",
+          env: "PARLEY_INPUT_MODES",
+        },
+      ),
     }),
     shutdownGraceMs: setting(millis(0).default(10_000), {
       description: "how long running tasks may finish after SIGTERM before they are failed",
@@ -530,6 +542,15 @@ export const parleyConfigSchema = z
           message: `no API key maps to tenant ${JSON.stringify(tenant)}; the tenants are ${[...tenants].map((t) => JSON.stringify(t)).join(", ")}${Object.keys(config.apiKeys).length === 0 ? " (open mode)" : ""}`,
         });
       }
+    }
+    // Section 13.3: the extended card MUST require authentication, which open mode (no API keys) has none of.
+    if (config.capabilities.extendedAgentCard && Object.keys(config.apiKeys).length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["capabilities", "extendedAgentCard"],
+        message:
+          "the extended agent card requires authentication: configure apiKeys (PARLEY_API_KEYS), or leave extendedAgentCard off",
+      });
     }
     if (config.sessions.defaultTurns > config.sessions.maxTurns) {
       ctx.addIssue({
