@@ -424,6 +424,25 @@ export const parleyConfigSchema = z
         },
       ),
     }),
+    // Both ports (the h2c port and the bridge's JSON-RPC port) take these; see listen/tls-files.ts.
+    tls: section({
+      certFile: setting(z.string().min(1).optional(), {
+        description:
+          "PEM certificate chain: both ports serve TLS (the h2c port as h2 and HTTP/1.1 by ALPN, the bridge's port HTTP/1.1) and cards advertise https URLs; unset: cleartext; reloaded on SIGHUP and when the file changes",
+        env: "PARLEY_TLS_CERT",
+        flag: "tls-cert",
+      }),
+      keyFile: setting(z.string().min(1).optional(), {
+        description: "PEM private key of tls.certFile (required with it); reloaded with it",
+        env: "PARLEY_TLS_KEY",
+        flag: "tls-key",
+      }),
+      clientCaFile: setting(z.string().min(1).optional(), {
+        description:
+          "PEM CA certificate(s): with it, every client must present a certificate they signed (mutual TLS); others fail the handshake",
+        env: "PARLEY_TLS_CLIENT_CA",
+      }),
+    }),
     card: section({
       name: setting(z.string().min(1).default("Parley"), { description: "agent card name" }),
       description: setting(z.string().default("Durable multi-turn agent-to-agent conversations"), {
@@ -542,6 +561,20 @@ export const parleyConfigSchema = z
           message: `no API key maps to tenant ${JSON.stringify(tenant)}; the tenants are ${[...tenants].map((t) => JSON.stringify(t)).join(", ")}${Object.keys(config.apiKeys).length === 0 ? " (open mode)" : ""}`,
         });
       }
+    }
+    if ((config.tls.certFile === undefined) !== (config.tls.keyFile === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tls", config.tls.certFile === undefined ? "certFile" : "keyFile"],
+        message: "tls.certFile and tls.keyFile go together: set both (TLS) or neither (cleartext)",
+      });
+    }
+    if (config.tls.clientCaFile !== undefined && config.tls.certFile === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tls", "clientCaFile"],
+        message: "a client CA (mutual TLS) needs TLS itself: set tls.certFile and tls.keyFile",
+      });
     }
     // Section 13.3: the extended card MUST require authentication, which open mode (no API keys) has none of.
     if (config.capabilities.extendedAgentCard && Object.keys(config.apiKeys).length === 0) {
