@@ -19,6 +19,12 @@ const a2aVersion: Interceptor = (next) => (req) => {
   return next(req);
 };
 
+function a2aMetadata(): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set("a2a-version", "1.0");
+  return metadata;
+}
+
 const big = "x".repeat(32 * 1024 * 1024);
 const limitText = /larger than configured readMaxBytes 1048576/;
 
@@ -73,7 +79,7 @@ describe("a 32 MB message on one HTTP/2 connection", () => {
           (m: Uint8Array) => Buffer.from(m),
           (b: Buffer) => fromBinary(SendMessageResponseSchema, b),
           toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, sendRequest(contextId, text) as never)),
-          new grpc.Metadata({}),
+          a2aMetadata(),
           (error, response) => resolve(error ? { error } : { kind: response?.payload.case }),
         );
       });
