@@ -135,6 +135,17 @@ describe("A2A rules over gRPC and Connect", () => {
     }
   });
 
+  it("takes the tenant from the API key; the request's tenant field does not select or cross tenants", async () => {
+    const alpha = keyed.a2a("grpc", { authorization: "Bearer key-alpha" });
+    const sent = await alpha.sendMessage({ tenant: "someone-else", message: userMessage("mine") });
+    if (sent.payload.case !== "task") throw new Error("expected a task");
+    const task = sent.payload.value;
+    expect((await alpha.getTask({ tenant: "another", id: task.id })).id).toBe(task.id);
+    const stored = await keyed.parley.store.getThread({ tenant: "alpha", contextId: task.contextId });
+    expect(stored).toBeDefined();
+    expect(await keyed.parley.store.getThread({ tenant: "someone-else", contextId: task.contextId })).toBeUndefined();
+  });
+
   it("refuses GetTask, CancelTask and SubscribeToTask without an id as invalid, naming id", async () => {
     const a2a = server.a2a("grpc");
     for (const call of [
