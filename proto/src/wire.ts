@@ -35,6 +35,17 @@ export const headers = {
  * The request headers Parley's interceptors and handlers read: what a browser client may send (CORS) and
  * what the bridge passes on to the Connect services. Trace context is added where it is propagated.
  */
+/**
+ * The `Major.Minor` an A2A-Version value names (A2A 1.0 section 3.6: patch numbers are not negotiated, so
+ * "1.0.1" is "1.0"); an empty value is "0.3" (section 3.6.2). A value that is not a version comes back trimmed.
+ */
+export function a2aMajorMinor(version: string | null | undefined): string {
+  const trimmed = (version ?? "").trim();
+  if (trimmed === "") return "0.3";
+  const match = /^(\d{1,9})\.(\d{1,9})(?:\.\d{1,9})?$/.exec(trimmed);
+  return match ? `${Number(match[1])}.${Number(match[2])}` : trimmed;
+}
+
 export const parleyRequestHeaders: readonly string[] = [
   "authorization",
   headers.a2aVersion,

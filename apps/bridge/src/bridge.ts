@@ -1,5 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { Server as TlsServer } from "node:tls";
 import type { Transport } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
 import {
@@ -14,6 +16,10 @@ import {
   limitConnections,
   type Observability,
   refuseRpc,
+  reloadTlsOnChange,
+  type TlsFiles,
+  type TlsReloadLog,
+  tlsServerOptions,
   trackHttpRequests,
 } from "@parley/server";
 import { createCardHandler } from "./agent-card.js";
@@ -52,6 +58,11 @@ export interface BridgeOptions {
   readonly health?: HealthMonitor;
   /** Handlers for paths beside JSON-RPC (the Connect RPCs, the console), asked in order before it. */
   readonly routes?: readonly HttpRoute[];
+  /**
+   * Serve HTTPS (HTTP/1.1, ALPN http/1.1) with these files, reloaded on SIGHUP and when they change; the cards
+   * then advertise https URLs. Unset: cleartext HTTP/1.1.
+   */
+  readonly tls?: { readonly files: TlsFiles; readonly log?: TlsReloadLog };
 }
 
 export interface Bridge {
@@ -171,18 +182,24 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   // oversize one is answered 413 only after its rest was read and thrown away: the client gets the 413, not a reset.
   // Then the front (request id, CORS, /healthz, /readyz, /metrics), then the tracked JSON-RPC and card routes.
   const maxBodyBytes = Math.max(limits.maxBodyBytes, ...(options.routes ?? []).map((r) => r.maxBodyBytes ?? 0));
-  const server = createServer(
-    http1ServerOptions(connections),
-    createBodyReader(
-      {
-        maxBodyBytes,
-        maxDiscardBytes: connections.maxDiscardBytes,
-        bodyTimeoutMs: connections.bodyTimeoutMs,
-        refuseSlowBody,
-      },
-      createHttpFront({ observability, health }, trackHttpRequests(observability, "jsonrpc", handle)),
-    ),
+  const tls = options.tls;
+  const serverOptions = tls
+    ? {
+        ...http1ServerOptions(connections),
+        // HTTP/1.1 only: the JSON-RPC and SSE handlers are written for it (the h2c port offers h2).
+        ...tlsServerOptions(tls.files, ["http/1.1"], connections.headersTimeoutMs),
+      }
+    : http1ServerOptions(connections);
+  const requests = createBodyReader(
+    {
+      maxBodyBytes,
+      maxDiscardBytes: connections.maxDiscardBytes,
+      bodyTimeoutMs: connections.bodyTimeoutMs,
+      refuseSlowBody,
+    },
+    createHttpFront({ observability, health }, trackHttpRequests(observability, "jsonrpc", handle)),
   );
+  const server: Server = tls ? createHttpsServer(serverOptions, requests) : createServer(serverOptions, requests);
   limitConnections(server, connections);
   server.on("clientError", (error, socket) => {
     logger.debug({ err: error }, "malformed HTTP request");
@@ -202,13 +219,17 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   });
   const { port } = server.address() as AddressInfo;
   const hostForUrl = host.includes(":") ? `[${host}]` : host;
-  baseUrl = (options.publicUrl ?? `http://${hostForUrl}:${port}`).replace(/\/+$/, "");
+  baseUrl = (options.publicUrl ?? `${tls ? "https" : "http"}://${hostForUrl}:${port}`).replace(/\/+$/, "");
+  const stopReloading = tls
+    ? reloadTlsOnChange(server as unknown as TlsServer, tls.files, tls.log ?? logger, String(port))
+    : () => {};
   logger.info({ url: `${baseUrl}/` }, "bridge serving A2A JSON-RPC");
 
   let closed: Promise<void> | undefined;
   let stopped: Promise<void> | undefined;
   const stopAccepting = () => {
     if (stopped) return;
+    stopReloading();
     health.drain();
     closing = true;
     stopped = new Promise<void>((resolve) => server.close(() => resolve()));

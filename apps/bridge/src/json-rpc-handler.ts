@@ -110,6 +110,7 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
     });
     let id: JsonRpcId = null;
     let method = "";
+    let notification = false;
     try {
       // A URL that names no hosted agent is wrong whatever the request holds, so this comes first.
       const unknown = await checkAgent(agent);
@@ -129,13 +130,24 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       id = salvageId(parsed);
       const envelope = parseEnvelope(parsed);
       method = envelope.method;
+      notification = envelope.notification;
       const version = checkVersion(negotiateVersion(req, url).version);
       const spec = findMethod(version, envelope.method);
       // Only a known method names the metrics label: what a client typed could be anything.
       noteRequest(res, { method: spec.name });
       const input = spec.parse(envelope.params);
       checkParts(input, limits.maxPartsPerMessage);
-      const headers = upstreamHeaders(req, version, agent);
+      const headers = upstreamHeaders(req, agent);
+      if (notification) {
+        // Processed as any call, answered with nothing (204); a stream's events are read to its end and dropped.
+        const output = await spec.call(upstream, input, upstreamAbort.signal, headers);
+        if (spec.streaming) {
+          reusable = false;
+          void drain((output as UpstreamStream).events, (error) => failure(error, spec.name));
+        }
+        res.writeHead(204).end();
+        return;
+      }
       if (spec.streaming) {
         // The SSE writer keeps the controller for the stream's life (and aborts it on a slow reader); once it is
         // done with it, the controller may go back to the spares like a unary call's (the close event decides).
@@ -164,11 +176,25 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       if (upstreamAbort.signal.aborted && res.destroyed) return;
       const rpcError = failure(error, method);
       noteRequest(res, { code: String(rpcError.code), error: rpcError.message });
+      if (notification && !res.headersSent) {
+        // A notification gets no reply, its failure included (JSON-RPC 2.0 section 4.1).
+        res.writeHead(204).end();
+        return;
+      }
       sendJson(res, rpcError.httpStatus, { jsonrpc: "2.0", id, error: rpcError.toObject() }, rpcError.options.headers);
       // A body left unread (it did not pass the body reader) would otherwise be read on to its end.
       if (rpcError.httpStatus === 413 && rpcError.options.headers?.Connection === "close") req.destroy();
     }
   };
+}
+
+/** Reads a notification's stream to its end (the task runs on regardless); a failure is only logged. */
+async function drain(events: AsyncIterable<unknown>, onError: (error: unknown) => void): Promise<void> {
+  try {
+    for await (const _ of events);
+  } catch (error) {
+    onError(error);
+  }
 }
 
 /** The id of a body that may not be JSON at all, or too long: null unless it reads and parses. */

@@ -12,6 +12,8 @@ export interface JsonRpcEnvelope {
   readonly id: JsonRpcId;
   readonly method: string;
   readonly params: unknown;
+  /** No `id` member: a notification, which JSON-RPC 2.0 processes without any reply. */
+  readonly notification: boolean;
 }
 
 /**
@@ -141,7 +143,7 @@ function wellFormed(value: Record<string, unknown>): JsonRpcEnvelope | undefined
   const { jsonrpc, method, id, params } = value;
   if (jsonrpc !== "2.0" || typeof method !== "string" || method === "") return undefined;
   if (id !== null && typeof id !== "string" && typeof id !== "number") return undefined;
-  return { id, method, params };
+  return { id, method, params, notification: false };
 }
 
 export function parseEnvelope(value: unknown): JsonRpcEnvelope {
@@ -154,19 +156,18 @@ export function parseEnvelope(value: unknown): JsonRpcEnvelope {
       `invalid request: the body must be a JSON-RPC request object, got ${describeType(value)}`,
     );
   }
-  if (!("id" in value)) {
-    throw new JsonRpcError(
-      JsonRpcCode.InvalidRequest,
-      "invalid request: id is missing; notifications are not supported because every A2A method has a result",
-    );
-  }
-  const envelope = wellFormed(value as Record<string, unknown>);
-  if (envelope) return envelope;
+  // A request without an id member is a notification: processed, never answered (JSON-RPC 2.0 section 4.1).
+  const notification = !("id" in value);
+  const record = notification
+    ? { ...(value as Record<string, unknown>), id: null }
+    : (value as Record<string, unknown>);
+  const envelope = wellFormed(record);
+  if (envelope) return notification ? { ...envelope, notification } : envelope;
   // Something is wrong: zod names it.
-  const parsed = envelopeSchema.safeParse(value);
+  const parsed = envelopeSchema.safeParse(record);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     throw new JsonRpcError(JsonRpcCode.InvalidRequest, `invalid request: ${issue?.message ?? "malformed envelope"}`);
   }
-  return { id: parsed.data.id, method: parsed.data.method, params: parsed.data.params };
+  return { id: parsed.data.id, method: parsed.data.method, params: parsed.data.params, notification };
 }

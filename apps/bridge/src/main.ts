@@ -12,6 +12,7 @@ import {
   startNotices,
   startTracing,
   stopTracing,
+  tlsEnabled,
 } from "@parley/server";
 import { type BridgeOptions, createBridge } from "./bridge.js";
 import { createConnectRoutes } from "./connect-routes.js";
@@ -79,6 +80,7 @@ async function main(): Promise<void> {
       stallMs: config.bridge.sseStallMs,
     },
     ...(config.bridge.publicUrl ? { publicUrl: config.bridge.publicUrl } : {}),
+    ...(tlsEnabled(config.tls) ? { tls: { files: config.tls } } : {}),
     logger,
   };
 

@@ -1,4 +1,5 @@
 import {
+  create,
   type DescMessage,
   type DescMethodStreaming,
   type DescMethodUnary,
@@ -8,9 +9,16 @@ import {
   toJson,
 } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
-import { A2AService, SendMessageRequestSchema } from "@parley/proto";
+import {
+  A2AService,
+  type GetTaskPushNotificationConfigRequest,
+  ListTaskPushNotificationConfigsRequestSchema,
+  type ListTaskPushNotificationConfigsResponse,
+  ListTasksResponseSchema,
+  SendMessageRequestSchema,
+} from "@parley/proto";
 import type { z } from "zod";
-import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
+import { JsonRpcCode, JsonRpcError, toJsonRpcError } from "./json-rpc-error.js";
 import { sendRequestOf } from "./send-params.js";
 import { turnJson } from "./turn-json.js";
 import { withoutUnknownFields } from "./unknown-fields.js";
@@ -176,8 +184,20 @@ function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
       ? (t, i, s, h) => callStream(method as AnyStreaming, t, i, s, h)
       : (t, i, s, h) => callUnary(method as AnyUnary, t, i, s, h),
     // The shapes a turn answers with are written directly (turn-json.ts); anything else by toJson.
-    render: (output) => turnJson(method.output, output) ?? toJson(method.output, output),
+    render:
+      method.output === ListTasksResponseSchema
+        ? listTasksJson
+        : (output) => turnJson(method.output, output) ?? toJson(method.output, output),
   };
+}
+
+/**
+ * ListTasksResponse with its four REQUIRED fields always present (section 3.1.4: nextPageToken is "" on the last
+ * page), which ProtoJSON leaves out at their defaults; the tasks keep toJson's rules (no empty artifacts).
+ */
+function listTasksJson(output: Message): JsonValue {
+  const json = toJson(ListTasksResponseSchema, output as never) as Record<string, JsonValue>;
+  return { tasks: [], nextPageToken: "", pageSize: 0, totalSize: 0, ...json };
 }
 
 function v03Method<S extends z.ZodType>(
@@ -215,6 +235,55 @@ export function describeType(value: unknown): string {
 
 const m = A2AService.method;
 
+/** A method spec whose upstream call is `call` instead of its one RPC. */
+function withCall(spec: MethodSpec, call: MethodSpec["call"]): MethodSpec {
+  return { ...spec, call };
+}
+
+/**
+ * 0.3's tasks/pushNotificationConfig/get takes the config id as optional: without one it answers the task's
+ * config whose id is the task id (what a 0.3 set without an id makes, as a2a-js does), else its first one.
+ */
+async function getPushConfigV03(
+  transport: Transport,
+  input: Message,
+  signal: AbortSignal,
+  headers: Record<string, string>,
+): Promise<Message> {
+  const request = input as GetTaskPushNotificationConfigRequest;
+  if (request.id !== "") return callUnary(m.getTaskPushNotificationConfig, transport, input, signal, headers);
+  const list = create(ListTaskPushNotificationConfigsRequestSchema, { taskId: request.taskId, pageSize: 100 });
+  const { configs } = (await callUnary(
+    m.listTaskPushNotificationConfigs,
+    transport,
+    list,
+    signal,
+    headers,
+  )) as ListTaskPushNotificationConfigsResponse;
+  const config = configs.find((c) => c.id === request.taskId) ?? configs[0];
+  if (config) return config;
+  throw new JsonRpcError(
+    JsonRpcCode.InvalidParams,
+    `task ${JSON.stringify(request.taskId)} has no push notification config; set one with tasks/pushNotificationConfig/set`,
+  );
+}
+
+/** 0.3 names an agent without the extended card AuthenticatedExtendedCardNotConfiguredError (-32007). */
+async function extendedCardV03(
+  transport: Transport,
+  input: Message,
+  signal: AbortSignal,
+  headers: Record<string, string>,
+): Promise<Message> {
+  try {
+    return await callUnary(m.getExtendedAgentCard, transport, input, signal, headers);
+  } catch (error) {
+    const rpcError = toJsonRpcError(error);
+    if (rpcError.code !== JsonRpcCode.UnsupportedOperation) throw error;
+    throw new JsonRpcError(JsonRpcCode.ExtendedAgentCardNotConfigured, rpcError.message, rpcError.options);
+  }
+}
+
 const v03Methods: MethodSpec[] = [
   v03Method("message/send", v03Params.messageSend, m.sendMessage, toV1.sendParamsToV1, toV03.sendResponseToV03),
   v03Method(
@@ -240,12 +309,15 @@ const v03Methods: MethodSpec[] = [
     toV1.setPushConfigToV1,
     toV03.pushConfigToV03,
   ),
-  v03Method(
-    "tasks/pushNotificationConfig/get",
-    v03Params.getPushConfig,
-    m.getTaskPushNotificationConfig,
-    toV1.getPushConfigToV1,
-    toV03.pushConfigToV03,
+  withCall(
+    v03Method(
+      "tasks/pushNotificationConfig/get",
+      v03Params.getPushConfig,
+      m.getTaskPushNotificationConfig,
+      toV1.getPushConfigToV1,
+      toV03.pushConfigToV03,
+    ),
+    getPushConfigV03,
   ),
   v03Method(
     "tasks/pushNotificationConfig/list",
@@ -261,12 +333,15 @@ const v03Methods: MethodSpec[] = [
     toV1.deletePushConfigToV1,
     () => null,
   ),
-  v03Method(
-    "agent/getAuthenticatedExtendedCard",
-    v03Params.none,
-    m.getExtendedAgentCard,
-    toV1.extendedCardRequestToV1,
-    agentCardToV03,
+  withCall(
+    v03Method(
+      "agent/getAuthenticatedExtendedCard",
+      v03Params.none,
+      m.getExtendedAgentCard,
+      toV1.extendedCardRequestToV1,
+      agentCardToV03,
+    ),
+    extendedCardV03,
   ),
 ];
 

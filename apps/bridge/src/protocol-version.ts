@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { a2aErrorDomain, headers } from "@parley/proto";
+import { a2aErrorDomain, a2aMajorMinor, headers } from "@parley/proto";
 import { errorInfoData, JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
 import { type ProtocolVersion, supportedVersions } from "./methods.js";
 import { headerValue } from "./request-headers.js";
@@ -33,7 +33,9 @@ export function negotiateVersion(req: IncomingMessage, url: URL): RequestedVersi
 
 /** The version as one the bridge speaks, or the VERSION_NOT_SUPPORTED error that lists those it does. */
 export function checkVersion(version: string): ProtocolVersion {
-  if ((supportedVersions as readonly string[]).includes(version)) return version as ProtocolVersion;
+  // Major.Minor only: a patch number is not negotiated (section 3.6), so "1.0.1" is 1.0.
+  const majorMinor = a2aMajorMinor(version);
+  if ((supportedVersions as readonly string[]).includes(majorMinor)) return majorMinor as ProtocolVersion;
   throw new JsonRpcError(
     JsonRpcCode.VersionNotSupported,
     `A2A protocol version ${JSON.stringify(version)} is not supported; supported versions: ${supportedVersions.join(", ")}`,

@@ -1,7 +1,9 @@
 import type { IncomingMessage } from "node:http";
 import { headers as wire } from "@parley/proto";
 import { injectTraceHeaders } from "@parley/server";
-import type { ProtocolVersion } from "./methods.js";
+
+/** The A2A version of every upstream call (the server's gRPC/Connect interface speaks 1.0 only). */
+const upstreamVersion = "1.0";
 
 /** One request header as a string; repeated headers are joined with commas, as HTTP allows. */
 export function headerValue(req: IncomingMessage, name: string): string | undefined {
@@ -10,16 +12,13 @@ export function headerValue(req: IncomingMessage, name: string): string | undefi
 }
 
 /**
- * The headers an upstream call carries: the negotiated version, the caller's credentials and extensions, the agent.
+ * The headers an upstream call carries: A2A 1.0, the caller's credentials and extensions, the agent.
  * A plain record, not a Headers: the transport builds the call's own Headers from it (in process as over the
  * network), so a second one per call would only be copied and dropped.
  */
-export function upstreamHeaders(
-  req: IncomingMessage,
-  version: ProtocolVersion,
-  agent: string | undefined,
-): Record<string, string> {
-  const headers: Record<string, string> = { [wire.a2aVersion]: version };
+export function upstreamHeaders(req: IncomingMessage, agent: string | undefined): Record<string, string> {
+  // The bridge has translated a 0.3 request into 1.0 already: the upstream call is always 1.0.
+  const headers: Record<string, string> = { [wire.a2aVersion]: upstreamVersion };
   const authorization = headerValue(req, "authorization");
   if (authorization) headers.authorization = authorization;
   const extensions = headerValue(req, wire.a2aExtensions) ?? headerValue(req, wire.a2aExtensionsV03);

@@ -159,7 +159,9 @@ describe("conformance agent over JSON-RPC with the a2a-js client", () => {
     const done = asTask(await client.sendMessage(request(kitId("tck-complete-task"), { taskId: waiting.id })));
     expect(done.status?.state).toBe(S.TASK_STATE_COMPLETED);
     const rest = await streamLabels({ [Symbol.asyncIterator]: () => iterator });
-    expect(rest[0]).toBe("task:TASK_STATE_SUBMITTED");
+    // Only a stream's first event is a Task (3.1.2): the follow-up turn's start comes as a status update.
+    expect(rest[0]).toBe("status:TASK_STATE_SUBMITTED");
+    expect(rest.filter((label) => label.startsWith("task:"))).toEqual([]);
     expect(rest[rest.length - 1]).toBe("status:TASK_STATE_COMPLETED");
   });
 
@@ -183,6 +185,7 @@ describe("conformance agent over JSON-RPC with the a2a-js client", () => {
 describe("capability switches and protocol errors over JSON-RPC", () => {
   let off: TestStack;
   let on: TestStack;
+  let carded: TestStack;
   let receiver: ReturnType<typeof createServer>;
   const received: { headers: IncomingHttpHeaders; body: Record<string, unknown> }[] = [];
   let done: () => void;
@@ -198,9 +201,15 @@ describe("capability switches and protocol errors over JSON-RPC", () => {
         requiredExtensions: [requiredExtension],
       },
     });
-    on = await startStack({
+    carded = await startStack({
       agents: [{ name: "conformance", type: "conformance" }],
       capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: true, requiredExtensions: [] },
+      // The extended card is served to authenticated callers only.
+      apiKeys: { "key-carded": "tck" },
+    });
+    on = await startStack({
+      agents: [{ name: "conformance", type: "conformance" }],
+      capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false, requiredExtensions: [] },
       // The kit's webhook receiver listens on loopback, which push notifications may not reach by default.
       push: { allowedHosts: [], allowedAddresses: ["127.0.0.1"], maxAttempts: 5, retryBaseMs: 500, timeoutMs: 10_000 },
     });
@@ -220,16 +229,17 @@ describe("capability switches and protocol errors over JSON-RPC", () => {
   afterAll(async () => {
     await off?.close();
     await on?.close();
+    await carded?.close();
     await new Promise<void>((resolve) => receiver.close(() => resolve()));
   });
 
-  it("gives -32003, -32004, -32007 and -32008 for switched-off capabilities and a missing extension", async () => {
+  it("gives -32003, -32004 and -32008 for switched-off capabilities and a missing extension", async () => {
     const url = off.bridge.url;
     const ext = { ...v1, "a2a-extensions": requiredExtension };
     const message = { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "hi" }] };
     expect(await errorCode(url, rpc("SendMessage", { message }), v1)).toBe(-32008);
     expect(await errorCode(url, rpc("SendStreamingMessage", { message }), ext)).toBe(-32004);
-    expect(await errorCode(url, rpc("GetExtendedAgentCard", {}), ext)).toBe(-32007);
+    expect(await errorCode(url, rpc("GetExtendedAgentCard", {}), ext)).toBe(-32004);
     expect(
       await errorCode(url, rpc("CreateTaskPushNotificationConfig", { taskId: "t", url: "http://127.0.0.1/" }), ext),
     ).toBe(-32003);
@@ -257,7 +267,12 @@ describe("capability switches and protocol errors over JSON-RPC", () => {
   });
 
   it("returns the extended card and delivers push notifications when they are switched on", async () => {
-    const card = await postRaw(on.bridge.url, rpc("GetExtendedAgentCard", {}), v1);
+    const anonymous = await postRaw(carded.bridge.url, rpc("GetExtendedAgentCard", {}), v1);
+    expect([anonymous.status, (anonymous.json.error as { code?: number }).code]).toEqual([401, -32053]);
+    const card = await postRaw(carded.bridge.url, rpc("GetExtendedAgentCard", {}), {
+      ...v1,
+      authorization: "Bearer key-carded",
+    });
     expect((card.json.result as { capabilities?: Record<string, unknown> }).capabilities).toMatchObject({
       pushNotifications: true,
       extendedAgentCard: true,

@@ -17,7 +17,7 @@ let stack: TestStack;
 let url: string;
 beforeAll(async () => {
   stack = await startStack({
-    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: true, requiredExtensions: [] },
+    capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false, requiredExtensions: [] },
     // The configs below point at loopback (port 9, discard), which push notifications may not reach by default.
     push: { allowedHosts: [], allowedAddresses: ["127.0.0.1"], maxAttempts: 1, retryBaseMs: 500, timeoutMs: 10_000 },
   });
@@ -121,8 +121,20 @@ describe("unknown fields are accepted and dropped in every A2A 1.0 request", () 
     const listed = await call("ListTaskPushNotificationConfigs", { taskId, ...future });
     expect((listed.configs as unknown[]).length).toBe(1);
     await call("DeleteTaskPushNotificationConfig", { taskId, id: "cfg-1", ...future });
-    const card = await call("GetExtendedAgentCard", { ...future });
-    expect(card.name).toBeDefined();
+    // The extended card is served to authenticated callers only, so from a stack with an API key.
+    const keyed = await startStack({
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true, requiredExtensions: [] },
+      apiKeys: { "key-f": "tenant-f" },
+    });
+    try {
+      const res = await postRaw(keyed.bridge.url, rpc("GetExtendedAgentCard", { ...future }), {
+        ...v1,
+        authorization: "Bearer key-f",
+      });
+      expect((res.json.result as { name?: string }).name).toBeDefined();
+    } finally {
+      await keyed.close();
+    }
   });
 
   it("keeps the strict checks and messages of known fields", async () => {
@@ -188,16 +200,18 @@ describe("unknown fields are accepted and dropped in every A2A 0.3 request", () 
 });
 
 describe("Content-Type is checked first", () => {
-  it("answers anything but application/json with -32005 naming the type received", async () => {
+  it("answers anything but application/json with 415 and -32600 naming the type received", async () => {
+    // -32005 (ContentTypeNotSupportedError) is about the media types of message parts, not the request body.
     for (const contentType of ["text/plain", "application/x-www-form-urlencoded", "application/jsonx"]) {
       const res = await fetch(url, { method: "POST", headers: { "content-type": contentType, ...v1 }, body: "{" });
+      expect(res.status).toBe(415);
       const json = (await res.json()) as { id: unknown; error: { code: number; message: string } };
-      expect(json.error.code).toBe(-32005);
+      expect(json.error.code).toBe(-32600);
       expect(json.error.message).toContain(contentType);
     }
     const missing = await fetch(url, { method: "POST", body: new Uint8Array([123]), headers: v1 });
     const json = (await missing.json()) as { error: { code: number; message: string } };
-    expect(json.error.code).toBe(-32005);
+    expect(json.error.code).toBe(-32600);
     expect(json.error.message).toContain("no Content-Type");
   });
 

@@ -59,6 +59,15 @@ function parseSse(body: string): unknown[] | undefined {
   return out;
 }
 
+/** The request's body as JSON, or undefined when it is not JSON. */
+function requestJson(req: Generated): unknown {
+  try {
+    return JSON.parse(req.body.toString("utf8"));
+  } catch {
+    return undefined;
+  }
+}
+
 /** Says what is wrong with an outcome, or what it was ("result", a JSON-RPC code, http-NNN, closed). */
 export function judge(req: Generated, outcome: RawOutcome): { code: string } | { problem: string } {
   if ("closed" in outcome) {
@@ -91,6 +100,22 @@ export function judge(req: Generated, outcome: RawOutcome): { code: string } | {
       if (req.method === "GET" && req.path.endsWith("agent-card.json")) return { code: "card" };
       if (!type.startsWith("application/json")) return { problem: `200 with content-type ${type}` };
       return checkRpcObject(parsed(), req);
+    }
+    case 204: {
+      // A notification (an envelope without an id member) is processed and answered with nothing.
+      const body = requestJson(req);
+      return body !== null && typeof body === "object" && !Array.isArray(body) && !("id" in body) && text === ""
+        ? { code: "http-204-notification" }
+        : { problem: `204 to a request that is not a notification: ${text.slice(0, 200)}` };
+    }
+    case 415: {
+      // A request without Content-Type: application/json (garbage that still parses as HTTP carries none).
+      if (req.category !== "wrong-content-type" && req.mode !== "garbage") return { problem: `415 to ${req.category}` };
+      const verdict = checkRpcObject(parsed(), req);
+      if ("problem" in verdict) return verdict;
+      return verdict.code === String(JsonRpcCode.InvalidRequest)
+        ? { code: "http-415" }
+        : { problem: `415 with code ${verdict.code}` };
     }
     case 400:
       // node's HTTP parser refused the request before the bridge saw it.

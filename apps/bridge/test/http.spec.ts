@@ -77,7 +77,6 @@ describe("malformed requests get the right JSON-RPC errors", () => {
       id: null,
       message: /id must be/,
     },
-    { name: "no id", body: '{"jsonrpc":"2.0","method":"GetTask"}', code: -32600, message: /id is missing/ },
     {
       name: "method not a string",
       body: '{"jsonrpc":"2.0","id":1,"method":7}',
@@ -174,9 +173,9 @@ describe("malformed requests get the right JSON-RPC errors", () => {
       name: "no extended card",
       body: rpc("GetExtendedAgentCard", {}),
       headers: v1,
-      code: -32007,
+      code: -32004,
       message: /card/i,
-      reason: "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+      reason: "UNSUPPORTED_OPERATION",
     },
     {
       name: "body over 1 MiB",
@@ -476,23 +475,26 @@ describe("the 0.3 extended agent card", () => {
   beforeAll(async () => {
     extended = await startStack({
       capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: true, requiredExtensions: [] },
+      // The extended card is served to authenticated callers only.
+      apiKeys: { "key-x": "tenant-x" },
     });
   });
 
   afterAll(async () => {
     await extended?.close();
   });
+  const auth = { authorization: "Bearer key-x" };
 
   it("agent/getAuthenticatedExtendedCard lists only the JSON-RPC URL; GetExtendedAgentCard (1.0) lists gRPC too", async () => {
     const jsonRpcUrl = extended.bridge.url;
     // The server learns the advertised endpoints from the first card it builds for the bridge.
     expect((await fetch(`${jsonRpcUrl}.well-known/agent-card.json`)).status).toBe(200);
-    const v03 = await postRaw(jsonRpcUrl, rpc("agent/getAuthenticatedExtendedCard"), { "A2A-Version": "0.3" });
+    const v03 = await postRaw(jsonRpcUrl, rpc("agent/getAuthenticatedExtendedCard"), { "A2A-Version": "0.3", ...auth });
     expect(v03.json.result).toMatchObject({ protocolVersion: "0.3.0", url: jsonRpcUrl, preferredTransport: "JSONRPC" });
     expect((v03.json.result as { additionalInterfaces: unknown }).additionalInterfaces).toEqual([
       { url: jsonRpcUrl, transport: "JSONRPC" },
     ]);
-    const v1 = await postRaw(jsonRpcUrl, rpc("GetExtendedAgentCard", {}), { "A2A-Version": "1.0" });
+    const v1 = await postRaw(jsonRpcUrl, rpc("GetExtendedAgentCard", {}), { "A2A-Version": "1.0", ...auth });
     expect((v1.json.result as { supportedInterfaces: unknown }).supportedInterfaces).toContainEqual({
       url: extended.grpcAddress,
       protocolBinding: "GRPC",

@@ -30,7 +30,16 @@ describe("JSON-RPC request parsing", () => {
       id: 7,
       method: "GetTask",
       params: { id: "t" },
+      notification: false,
     });
+    // No id member: a notification (answered with nothing); an id of null is a request.
+    expect(parseEnvelope({ jsonrpc: "2.0", method: "GetTask", params: { id: "t" } })).toEqual({
+      id: null,
+      method: "GetTask",
+      params: { id: "t" },
+      notification: true,
+    });
+    expect(parseEnvelope({ jsonrpc: "2.0", id: null, method: "GetTask" }).notification).toBe(false);
     expect(codeOf(() => parseEnvelope([]))).toBe(JsonRpcCode.InvalidRequest);
     expect(codeOf(() => parseEnvelope({ jsonrpc: "1.0", id: 1, method: "x" }))).toBe(JsonRpcCode.InvalidRequest);
     expect(codeOf(() => parseEnvelope({ jsonrpc: "2.0", id: {}, method: "x" }))).toBe(JsonRpcCode.InvalidRequest);

@@ -11,6 +11,9 @@ import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpe
 import { createParleyClient } from "../src/index.js";
 import { type CliResult, runCli, startServer, type TestServer, tempDir } from "./harness.js";
 
+// The round trips carry every kind of part (raw bytes, a URL to an image): these servers accept any media type.
+const anyPart = { PARLEY_INPUT_MODES: "*/*" };
+
 const home = tempDir("parley-transfer-");
 const file = (name: string) => join(home.path, name);
 let levelA: TestServer;
@@ -42,12 +45,12 @@ const legacyLog = [
 beforeAll(async () => {
   writeFileSync(file("none.json"), "{}");
   writeFileSync(file("legacy.jsonl"), `${legacyLog}\n`);
-  levelA = await startServer({ PARLEY_ECHO_INPUT: "framed" });
+  levelA = await startServer({ PARLEY_ECHO_INPUT: "framed", ...anyPart });
   database = await createTestDatabase();
   pgUrl = database.url;
-  postgresB = await startServer({ PARLEY_STORE_URL: pgUrl });
-  levelC = await startServer();
-  slow = await startServer({ PARLEY_ECHO_DELAY_MS: "2000" });
+  postgresB = await startServer({ PARLEY_STORE_URL: pgUrl, ...anyPart });
+  levelC = await startServer(anyPart);
+  slow = await startServer({ PARLEY_ECHO_DELAY_MS: "2000", ...anyPart });
 }, 60_000);
 
 afterAll(async () => {
@@ -203,7 +206,7 @@ describe("parley threads export / import", () => {
     expect((await parley(postgresB, ["export", "--all", "--out", file("tenant-b.jsonl")])).code).toBe(0);
     expect(withoutExportTimes(file("tenant-b.jsonl"))).toBe(withoutExportTimes(file("tenant-a.jsonl")));
     // And back from PostgreSQL into a fresh LevelDB server.
-    const fresh = await startServer();
+    const fresh = await startServer(anyPart);
     try {
       expect((await parley(fresh, ["import", file("tenant-b.jsonl")])).code).toBe(0);
       expect((await parley(fresh, ["export", "--all", "--out", file("tenant-c.jsonl")])).code).toBe(0);
@@ -318,7 +321,7 @@ describe("parley threads export / import", () => {
   });
 
   it("sees a task running on another PostgreSQL replica as busy too (its lease)", async () => {
-    const replica = await startServer({ PARLEY_STORE_URL: pgUrl, PARLEY_ECHO_DELAY_MS: "2000" });
+    const replica = await startServer({ PARLEY_STORE_URL: pgUrl, PARLEY_ECHO_DELAY_MS: "2000", ...anyPart });
     const client = createParleyClient({ baseUrl: replica.baseUrl, protocol: "grpc" });
     try {
       const stream = client.a2a.sendStreamingMessage({

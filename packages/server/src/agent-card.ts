@@ -68,7 +68,7 @@ export function buildAgentCard(
         }
       : {},
     securityRequirements: secured ? [{ schemes: { bearer: { list: [] } } }] : [],
-    defaultInputModes: ["text/plain"],
+    defaultInputModes: [...config.card.inputModes],
     defaultOutputModes: ["text/plain"],
     skills: [
       {
@@ -79,7 +79,7 @@ export function buildAgentCard(
         examples: ["Reuse a contextId to continue a conversation"],
         ...(options.extended
           ? {
-              inputModes: ["text/plain"],
+              inputModes: [...config.card.inputModes],
               outputModes: ["text/plain"],
             }
           : {}),

@@ -99,6 +99,14 @@ export {
 } from "./listen/http-front.js";
 export { type BodyReaderOptions, createBodyReader, type ReadBody, readBodyOf } from "./listen/request-body.js";
 export { refuseRpc } from "./listen/rpc-refusal.js";
+export {
+  readTlsFiles,
+  reloadTlsOnChange,
+  type TlsFiles,
+  type TlsReloadLog,
+  tlsEnabled,
+  tlsServerOptions,
+} from "./listen/tls-files.js";
 export { createLogger, type Logger } from "./logger.js";
 export { instrumentAgent, instrumentStore } from "./observability/instrument.js";
 export {

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   exitOnSignals(logger, () => parley.close().then(stopTracing));
   process.stdout.write(
     [
-      `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over h2c; Connect and gRPC-Web also over HTTP/1.1); data in ${config.storeUrl ? "PostgreSQL" : config.dataDir}; agents: ${parley.agentNames().join(", ")}`,
+      `parley-server listening on ${address} (gRPC, Connect, gRPC-Web over ${config.tls.certFile ? "TLS: h2 and HTTP/1.1 by ALPN" : "h2c; Connect and gRPC-Web also over HTTP/1.1"}); data in ${config.storeUrl ? "PostgreSQL" : config.dataDir}; agents: ${parley.agentNames().join(", ")}`,
       ...notices.map((n) => `  ${n}`),
       "",
     ].join("\n"),

@@ -44,6 +44,7 @@ import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
 import { createGrpcRoute } from "./listen/grpc-route.js";
 import { createHttpFront } from "./listen/http-front.js";
+import { tlsEnabled } from "./listen/tls-files.js";
 import { createLogger, type Logger } from "./logger.js";
 import { instrumentAgent, instrumentStore, traceTurn } from "./observability/instrument.js";
 import { createObservability, type Observability } from "./observability/observability.js";
@@ -362,6 +363,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         limits: config.connections,
         maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,
         streamingRequestPaths: streamingRequestPaths(routes),
+        ...(tlsEnabled(config.tls) ? { tls: { files: config.tls, log: logger } } : {}),
       });
       const { port } = await listener.listen(config.port, config.host);
       server = listener;
@@ -369,8 +371,10 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       const address = `${host}:${port}`;
       advertisedGrpc = address;
       logger.info(
-        { address },
-        "serving gRPC, Connect and gRPC-Web (HTTP/2 h2c; Connect and gRPC-Web also over HTTP/1.1)",
+        { address, tls: tlsEnabled(config.tls) },
+        tlsEnabled(config.tls)
+          ? "serving gRPC, Connect and gRPC-Web over TLS (h2 and HTTP/1.1 by ALPN)"
+          : "serving gRPC, Connect and gRPC-Web (HTTP/2 h2c; Connect and gRPC-Web also over HTTP/1.1)",
       );
       return { address };
     },

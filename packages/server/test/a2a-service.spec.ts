@@ -122,7 +122,9 @@ describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (p
     const versioned = server.a2a(protocol, { "a2a-version": "9.9" });
     const err = await versioned.sendMessage({ message: userMessage("x") }).catch((e) => e);
     expect(reasonOf(err)).toBe("VERSION_NOT_SUPPORTED");
-    expect(ConnectError.from(err).rawMessage).toMatch(/"9.9" is not supported; supported versions: 0.3, 1.0/);
+    expect(ConnectError.from(err).rawMessage).toMatch(
+      /"9.9" is not supported on this interface; supported versions: 1.0;/,
+    );
     const empty = await server
       .a2a(protocol)
       .sendMessage({ message: { messageId: "m", role: 1, parts: [] } })
@@ -162,7 +164,7 @@ describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (p
     expect(ConnectError.from(unknownRole).rawMessage).toMatch(/message\.role 7 is not a role/);
     expect(await server.parley.store.getThread({ tenant: "default", contextId: roleContext })).toBeUndefined();
     await expect(server.a2a(protocol).getExtendedAgentCard({})).rejects.toSatisfy(
-      (e) => reasonOf(e) === "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+      (e) => reasonOf(e) === "UNSUPPORTED_OPERATION",
     );
     await expect(
       server.a2a(protocol).createTaskPushNotificationConfig({ taskId: "t", url: "http://127.0.0.1/" }),

@@ -289,7 +289,9 @@ describe("the promised names keep working", () => {
     path.split(".").reduce<unknown>((v, k) => (v as Record<string, unknown>)[k], config);
 
   it.each(promised)("%s=%s sets %s", (env, value, path, expected) => {
-    expect(at(loadConfig({ env: { [env]: value } }), path)).toEqual(expected);
+    // The extended card requires API keys (it must be served to authenticated callers only).
+    const keys = env === "PARLEY_EXTENDED_CARD" ? { PARLEY_API_KEYS: "key=tenant" } : {};
+    expect(at(loadConfig({ env: { [env]: value, ...keys } }), path)).toEqual(expected);
   });
 
   it("every promised variable is in the schema or the agent shortcuts, so the help text lists it", () => {

@@ -9,6 +9,8 @@ import { asTask, kitId, reasonOf, request, requiredExtension } from "./fixtures/
 import { sdkGrpcClient as sdkClient, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 const S = sdk.TaskState;
+const onKey = "key-tck";
+const onAuth = { authorization: `Bearer ${onKey}` };
 
 describe("capability switches and protocol checks", () => {
   let on: TestServer;
@@ -18,6 +20,8 @@ describe("capability switches and protocol checks", () => {
     on = await startTestServer({
       agents: [{ name: "conformance", type: "conformance" }],
       capabilities: { pushNotifications: true, extendedAgentCard: true },
+      // The extended card is served to authenticated callers only.
+      apiKeys: { [onKey]: "tck" },
     });
     off = await startTestServer({
       agents: [{ name: "conformance", type: "conformance" }],
@@ -57,11 +61,10 @@ describe("capability switches and protocol checks", () => {
     ]);
   });
 
-  it("returns the extended card when it is switched on", async () => {
-    const client = await sdkClient(on);
-    const card = await client.getAgentCard();
+  it("returns the extended card when it is switched on, to an authenticated caller", async () => {
+    const card = await on.a2a("grpc", onAuth).getExtendedAgentCard({});
     expect(card.name).toBe("Parley");
-    expect(card.skills[0]?.inputModes).toEqual(["text/plain"]);
+    expect(card.skills[0]?.inputModes).toEqual(["text/plain", "application/json"]);
   });
 
   it("refuses the RPCs of switched-off capabilities with the specification's errors", async () => {
@@ -81,7 +84,7 @@ describe("capability switches and protocol checks", () => {
       "UNSUPPORTED_OPERATION",
     );
     expect(await reason(a2a.subscribeToTask({ id: "any" }))).toBe("UNSUPPORTED_OPERATION");
-    expect(await reason(a2a.getExtendedAgentCard({}))).toBe("EXTENDED_AGENT_CARD_NOT_CONFIGURED");
+    expect(await reason(a2a.getExtendedAgentCard({}))).toBe("UNSUPPORTED_OPERATION");
     for (const call of [
       a2a.createTaskPushNotificationConfig({ taskId: "t", url: "http://127.0.0.1/hook" }),
       a2a.getTaskPushNotificationConfig({ taskId: "t", id: "c" }),
@@ -109,18 +112,22 @@ describe("capability switches and protocol checks", () => {
     expect(accepted.status?.state).toBe(S.TASK_STATE_COMPLETED);
   });
 
-  it("treats an absent or empty A2A-Version as 0.3 and refuses an unsupported one", async () => {
-    for (const headers of [
-      {} as Record<string, string>,
-      { "a2a-version": "" },
-      { "a2a-version": "0.3" },
-      { "a2a-version": "1.0" },
-    ]) {
-      const result = await on.a2a("grpc", headers).sendMessage({ message: userMessage("version check") });
+  it("serves 1.0 (any patch), and refuses an absent or empty A2A-Version (0.3) and an unsupported one", async () => {
+    for (const version of ["1.0", "1.0.3"]) {
+      const result = await on
+        .a2a("grpc", { ...onAuth, "a2a-version": version })
+        .sendMessage({ message: userMessage("version check") });
       expect(result.payload.case).toBe("task");
     }
+    for (const version of ["", "0.3"]) {
+      const old = await on
+        .a2a("grpc", { ...onAuth, "a2a-version": version })
+        .sendMessage({ message: userMessage("0.3") })
+        .catch((e: unknown) => e);
+      expect(reasonOf(old)).toBe("VERSION_NOT_SUPPORTED");
+    }
     const refused = await on
-      .a2a("grpc", { "a2a-version": "2.0" })
+      .a2a("grpc", { ...onAuth, "a2a-version": "2.0" })
       .sendMessage({ message: userMessage("too new") })
       .catch((e: unknown) => e);
     expect(reasonOf(refused)).toBe("VERSION_NOT_SUPPORTED");

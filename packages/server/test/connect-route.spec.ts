@@ -29,7 +29,8 @@ interface Answer {
 /** The same request over HTTP/1.1, which connect-node answers. */
 function h1Post(baseUrl: string, path: string, headers: Record<string, string>, body: Uint8Array): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${baseUrl}${path}`, { method: "POST", headers, agent: false }, (res) => {
+    const sent = { "a2a-version": "1.0", ...headers };
+    const req = http.request(`${baseUrl}${path}`, { method: "POST", headers: sent, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
@@ -123,7 +124,9 @@ describe("Connect calls on Parley's own route (HTTP/2) answer as connect-node do
   });
 
   /** Sends the request made by `body()` over both protocols (a fresh body each, so no send is a retry). */
-  async function both(path: string, headers: Record<string, string>, body: () => Uint8Array) {
+  async function both(path: string, given: Record<string, string>, body: () => Uint8Array) {
+    // The A2A service's gRPC/Connect interface speaks 1.0 only (no header means 0.3).
+    const headers = { "a2a-version": "1.0", ...given };
     const viaNode = await h1Post(server.baseUrl, path, headers, body());
     const viaRoute = await h2Post(session, path, headers, body());
     return { viaNode, viaRoute: { status: viaRoute.status, headers: viaRoute.headers, body: viaRoute.body } };

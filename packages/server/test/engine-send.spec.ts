@@ -34,7 +34,10 @@ describe("a send before its agent runs", () => {
   it("leaves an in-process caller's message object as it was sent; the task's history has its ids", async () => {
     const client = createClient(A2AService, server.parley.inProcessTransport());
     const message = userMessage("in process");
-    const reply = await client.sendMessage({ message, configuration: { returnImmediately: true } });
+    const reply = await client.sendMessage(
+      { message, configuration: { returnImmediately: true } },
+      { headers: { "a2a-version": "1.0" } },
+    );
     expect(message).toEqual(userMessage("in process", { messageId: message.messageId }));
     const task = reply.payload.value as Task;
     const stored = task.history[0]!;

@@ -7,6 +7,8 @@ const jsonRpcUrls = (card: { supportedInterfaces: { url: string; protocolBinding
   ...new Set(card.supportedInterfaces.filter((i) => i.protocolBinding === "JSONRPC").map((i) => i.url)),
 ];
 
+const auth = { authorization: "Bearer key-a" };
+
 describe("the extended agent card's endpoints", () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -16,6 +18,8 @@ describe("the extended agent card's endpoints", () => {
         { name: "second", type: "echo" },
       ],
       capabilities: { extendedAgentCard: true },
+      // The extended card is served to authenticated callers only.
+      apiKeys: { "key-a": "tenant-a" },
     });
   });
   afterAll(async () => server.close());
@@ -23,8 +27,8 @@ describe("the extended agent card's endpoints", () => {
   it("names each agent's own JSON-RPC URL, whichever public card was built last", async () => {
     server.parley.agentCard({ agent: "first", jsonRpcUrl: "http://bridge.test/" });
     server.parley.agentCard({ agent: "second", jsonRpcUrl: "http://bridge.test/agents/second/" });
-    const first = await server.a2a("grpc", { "parley-agent": "first" }).getExtendedAgentCard({});
-    const second = await server.a2a("grpc", { "parley-agent": "second" }).getExtendedAgentCard({});
+    const first = await server.a2a("grpc", { "parley-agent": "first", ...auth }).getExtendedAgentCard({});
+    const second = await server.a2a("grpc", { "parley-agent": "second", ...auth }).getExtendedAgentCard({});
     expect(jsonRpcUrls(first)).toEqual(["http://bridge.test/"]);
     expect(jsonRpcUrls(second)).toEqual(["http://bridge.test/agents/second/"]);
     for (const card of [first, second]) {

@@ -28,7 +28,7 @@ type Answer = H2Answer;
 const sendPath = "/lf.a2a.v1.A2AService/SendMessage";
 
 const post = (session: http2.ClientHttp2Session, path: string, headers: http2.OutgoingHttpHeaders, body: Uint8Array) =>
-  h2Post(session, path, { "content-type": "application/grpc", ...headers }, body);
+  h2Post(session, path, { "content-type": "application/grpc", "a2a-version": "1.0", ...headers }, body);
 const envelope = grpcEnvelope;
 
 const sendBytes = (text: string, contextId?: string) =>
@@ -144,7 +144,8 @@ describe("gRPC calls on Parley's own route", () => {
       A2AService,
       createGrpcTransport({ baseUrl: server.baseUrl, sendCompression: undefined, useBinaryFormat: true }),
     );
-    expect((await client.sendMessage({ message: userMessage(long) })).payload.case).toBe("task");
+    const sent = await client.sendMessage({ message: userMessage(long) }, { headers: { "a2a-version": "1.0" } });
+    expect(sent.payload.case).toBe("task");
   });
 
   it("refuses what it cannot take with the code and message connect-es gives, naming what was wrong", async () => {
@@ -230,6 +231,7 @@ describe("gRPC calls on Parley's own route", () => {
         "content-type": "application/proto",
         "connect-protocol-version": "1",
         "connect-timeout-ms": "100",
+        "a2a-version": "1.0",
         "parley-agent": "slow",
       });
       const chunks: Buffer[] = [];
@@ -333,6 +335,7 @@ describe("gRPC calls on Parley's own route", () => {
       ":path": "/lf.a2a.v1.A2AService/SendStreamingMessage",
       "content-type": "application/grpc",
       te: "trailers",
+      "a2a-version": "1.0",
       "parley-agent": "flood",
     });
     let trailers: http2.IncomingHttpHeaders | undefined;

@@ -67,6 +67,8 @@ export async function startTestServer(
     managers.push(sessionManager);
     const interceptors = [
       (next: Parameters<import("@connectrpc/connect").Interceptor>[0]) => async (req: Parameters<typeof next>[0]) => {
+        // Parley's own clients speak A2A 1.0, which the gRPC interface requires (no header means 0.3).
+        if (!("a2a-version" in headers)) req.header.set("a2a-version", "1.0");
         for (const [k, v] of Object.entries(headers)) req.header.set(k, v);
         return next(req);
       },

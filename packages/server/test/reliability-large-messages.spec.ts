@@ -6,12 +6,24 @@
 
 import { createServer, connect as netConnect, type Server, type Socket } from "node:net";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
 import { A2AService, SendMessageRequestSchema, SendMessageResponseSchema } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { failure, sendRequest, startTestServer, type TestServer } from "./harness.js";
+
+/** The gRPC interface speaks A2A 1.0 only (no header means 0.3). */
+const a2aVersion: Interceptor = (next) => (req) => {
+  req.header.set("a2a-version", "1.0");
+  return next(req);
+};
+
+function a2aMetadata(): grpc.Metadata {
+  const metadata = new grpc.Metadata();
+  metadata.set("a2a-version", "1.0");
+  return metadata;
+}
 
 const big = "x".repeat(32 * 1024 * 1024);
 const limitText = /larger than configured readMaxBytes 1048576/;
@@ -67,7 +79,7 @@ describe("a 32 MB message on one HTTP/2 connection", () => {
           (m: Uint8Array) => Buffer.from(m),
           (b: Buffer) => fromBinary(SendMessageResponseSchema, b),
           toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, sendRequest(contextId, text) as never)),
-          new grpc.Metadata({}),
+          a2aMetadata(),
           (error, response) => resolve(error ? { error } : { kind: response?.payload.case }),
         );
       });
@@ -91,7 +103,7 @@ describe("a 32 MB message on one HTTP/2 connection", () => {
     const sessionManager = new Http2SessionManager(`http://${relay.address}`);
     const client = createClient(
       A2AService,
-      createGrpcTransport({ baseUrl: `http://${relay.address}`, sessionManager }),
+      createGrpcTransport({ baseUrl: `http://${relay.address}`, sessionManager, interceptors: [a2aVersion] }),
     );
     try {
       await client.sendMessage(sendRequest("lm-c-first", "hello"));
@@ -114,7 +126,7 @@ describe("a 32 MB message on one HTTP/2 connection", () => {
     const sessionManager = new Http2SessionManager(`http://${relay.address}`, undefined, { maxSessionMemory: 128 });
     const client = createClient(
       A2AService,
-      createGrpcTransport({ baseUrl: `http://${relay.address}`, sessionManager }),
+      createGrpcTransport({ baseUrl: `http://${relay.address}`, sessionManager, interceptors: [a2aVersion] }),
     );
     try {
       await client.sendMessage(sendRequest("lm-m-first", "hello"));

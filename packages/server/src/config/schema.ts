@@ -312,7 +312,8 @@ export const parleyConfigSchema = z
         env: "PARLEY_PUSH",
       }),
       extendedAgentCard: setting(z.boolean().default(false), {
-        description: "serve the extended agent card",
+        description:
+          "serve the extended agent card (GetExtendedAgentCard) to authenticated callers; requires apiKeys; off: UnsupportedOperationError",
         env: "PARLEY_EXTENDED_CARD",
       }),
       requiredExtensions: setting(z.array(z.string().min(1)).default([]), {
@@ -426,12 +427,42 @@ export const parleyConfigSchema = z
         },
       ),
     }),
+    // Both ports (the h2c port and the bridge's JSON-RPC port) take these; see listen/tls-files.ts.
+    tls: section({
+      certFile: setting(z.string().min(1).optional(), {
+        description:
+          "PEM certificate chain: both ports serve TLS (the h2c port as h2 and HTTP/1.1 by ALPN, the bridge's port HTTP/1.1) and cards advertise https URLs; unset: cleartext; reloaded on SIGHUP and when the file changes",
+        env: "PARLEY_TLS_CERT",
+        flag: "tls-cert",
+      }),
+      keyFile: setting(z.string().min(1).optional(), {
+        description: "PEM private key of tls.certFile (required with it); reloaded with it",
+        env: "PARLEY_TLS_KEY",
+        flag: "tls-key",
+      }),
+      clientCaFile: setting(z.string().min(1).optional(), {
+        description:
+          "PEM CA certificate(s): with it, every client must present a certificate they signed (mutual TLS); others fail the handshake",
+        env: "PARLEY_TLS_CLIENT_CA",
+      }),
+    }),
     card: section({
       name: setting(z.string().min(1).default("Parley"), { description: "agent card name" }),
       description: setting(z.string().default("Durable multi-turn agent-to-agent conversations"), {
         description: "agent card description",
       }),
       version: setting(z.string().min(1).default("0.1.0"), { description: "agent card version" }),
+      inputModes: setting(
+        z
+          .array(z.string().regex(/^([\w.+-]+|\*)\/([\w.+-]+|\*)$/, "a media type, e.g. text/plain or image/*"))
+          .min(1)
+          .default(["text/plain", "application/json"]),
+        {
+          description:
+            "media types the agents accept in message parts (the card's defaultInputModes; type/* and */* match families); a text part is text/plain, a data part application/json, a file part its mediaType (application/octet-stream if none); others are refused with ContentTypeNotSupportedError",
+          env: "PARLEY_INPUT_MODES",
+        },
+      ),
     }),
     shutdownGraceMs: setting(millis(0).default(10_000), {
       description: "how long running tasks may finish after SIGTERM before they are failed",
@@ -533,6 +564,29 @@ export const parleyConfigSchema = z
           message: `no API key maps to tenant ${JSON.stringify(tenant)}; the tenants are ${[...tenants].map((t) => JSON.stringify(t)).join(", ")}${Object.keys(config.apiKeys).length === 0 ? " (open mode)" : ""}`,
         });
       }
+    }
+    if ((config.tls.certFile === undefined) !== (config.tls.keyFile === undefined)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tls", config.tls.certFile === undefined ? "certFile" : "keyFile"],
+        message: "tls.certFile and tls.keyFile go together: set both (TLS) or neither (cleartext)",
+      });
+    }
+    if (config.tls.clientCaFile !== undefined && config.tls.certFile === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["tls", "clientCaFile"],
+        message: "a client CA (mutual TLS) needs TLS itself: set tls.certFile and tls.keyFile",
+      });
+    }
+    // Section 13.3: the extended card MUST require authentication, which open mode (no API keys) has none of.
+    if (config.capabilities.extendedAgentCard && Object.keys(config.apiKeys).length === 0) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["capabilities", "extendedAgentCard"],
+        message:
+          "the extended agent card requires authentication: configure apiKeys (PARLEY_API_KEYS), or leave extendedAgentCard off",
+      });
     }
     if (config.sessions.defaultTurns > config.sessions.maxTurns) {
       ctx.addIssue({

@@ -33,6 +33,7 @@ import type { Caller } from "./caller.js";
 import { EngineTurn } from "./engine-turn.js";
 import { type HistoryEntry, messageText } from "./history.js";
 import { readHistory, rememberAppended } from "./history-read.js";
+import { createInputModeCheck } from "./input-modes.js";
 import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
 import { parleyMetadataOf } from "./parley-metadata.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
@@ -119,6 +120,8 @@ export class Engine {
   private readonly turn: TurnContext;
   private readonly chains: ChainGuard;
   private readonly refuseSilentRequest: EngineOptions["refuseSilentRequest"];
+  /** Refuses a part whose media type the card's input modes do not name. */
+  private readonly checkInputModes: (message: Message) => void;
 
   constructor(options: EngineOptions) {
     this.chains = options.chains;
@@ -126,6 +129,7 @@ export class Engine {
     this.store = options.store;
     this.agents = options.agents;
     this.config = options.config;
+    this.checkInputModes = createInputModeCheck(options.config.card.inputModes);
     this.logger = options.logger;
     this.coordinator = options.coordinator;
     const onEvent = options.onEvent;
@@ -219,6 +223,7 @@ export class Engine {
     const inbound = request.message;
     if (!inbound) throw invalidArgument("message is required");
     validateMessage(inbound, this.config.limits);
+    this.checkInputModes(inbound);
     const agent = this.agents.get(caller.agent);
     if (!agent) throw new ConnectError(`no agent named ${JSON.stringify(caller.agent)}`, Code.NotFound);
     // Before the busy guard and before anything is stored: a ring that comes back here is a loop, not a busy context.

@@ -9,10 +9,12 @@ import { encodeMessageBytes, withMessageIds } from "./wire-encoding.js";
 /** Checks an inbound message against the protocol's rules and the configured limits; throws what was wrong. */
 export function validateMessage(message: Message, limits: ParleyConfig["limits"]): void {
   if (message.messageId === "") throw invalidArgument("message.messageId is required");
-  // Role is an open enum: binary and ProtoJSON callers can send any number, which would be stored and echoed back.
-  // Unset stays allowed and is stored as ROLE_USER (storedInbound).
+  // Role is REQUIRED (sections 3.3.2, 5.7) and an open enum: binary and ProtoJSON callers can send any number.
   const role = message.role;
-  if (role !== Role.USER && role !== Role.AGENT && role !== Role.UNSPECIFIED) {
+  if (role === Role.UNSPECIFIED) {
+    throw invalidArgument("message.role is required: send ROLE_USER (1) or ROLE_AGENT (2)");
+  }
+  if (role !== Role.USER && role !== Role.AGENT) {
     throw invalidArgument(`message.role ${role} is not a role; send ROLE_USER (1) or ROLE_AGENT (2)`);
   }
   if (message.parts.length === 0) throw invalidArgument("message.parts must hold at least one part");

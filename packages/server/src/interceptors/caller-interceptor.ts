@@ -8,7 +8,7 @@ import {
   type HandlerContext,
   type Interceptor,
 } from "@connectrpc/connect";
-import { A2AService, ErrorInfoSchema, headers } from "@parley/proto";
+import { A2AService, a2aMajorMinor, ErrorInfoSchema, headers } from "@parley/proto";
 import type { ParleyConfig } from "../config.js";
 import type { Caller } from "../engine/caller.js";
 import { createTypedError } from "../errors.js";
@@ -21,8 +21,12 @@ export const openModeTenant = "default";
 /** Request header that picks one of the hosted agents; absent: the default agent. */
 export const agentHeader = headers.agent;
 
-/** A2A protocol versions this server speaks; an absent or empty header means 0.3. */
-export const supportedA2AVersions = ["0.3", "1.0"] as const;
+/**
+ * A2A protocol versions the gRPC/Connect interface speaks (the card declares it for 1.0 only): an absent or empty
+ * header means 0.3 (section 3.6.2) and is refused like any other version it does not speak. Parley's own services
+ * (parley.v1.*) are not A2A and take no version.
+ */
+export const supportedA2AVersions = ["1.0"] as const;
 
 const callerKey = createContextKey<Caller | undefined>(undefined, { description: "the authenticated caller" });
 
@@ -183,12 +187,15 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
       );
     }
     if (req.service.typeName === A2AService.typeName) {
-      const version = req.header.get(headers.a2aVersion)?.trim() || "0.3";
+      const sent = req.header.get(headers.a2aVersion)?.trim() ?? "";
+      const version = a2aMajorMinor(sent);
       if (!(supportedA2AVersions as readonly string[]).includes(version)) {
+        const named =
+          sent === "" ? "no A2A-Version header (read as 0.3)" : `A2A protocol version ${JSON.stringify(sent)}`;
         throw createTypedError(
           "VERSION_NOT_SUPPORTED",
-          `A2A protocol version ${JSON.stringify(version)} is not supported; supported versions: ${supportedA2AVersions.join(", ")}`,
-          { requested: version, supported: supportedA2AVersions.join(",") },
+          `${named} is not supported on this interface; supported versions: ${supportedA2AVersions.join(", ")}; send the header "A2A-Version: 1.0"`,
+          { requested: sent === "" ? "0.3" : sent, supported: supportedA2AVersions.join(",") },
         );
       }
       const missing = requiredExtensions.length === 0 ? requiredExtensions : missingExtensions(req.header);

@@ -1,6 +1,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import { type AddressInfo, createServer as createNetServer, type Server, type Socket } from "node:net";
+import { createServer as createTlsServer, type TLSSocket, type Server as TlsServer } from "node:tls";
 import { Code } from "@connectrpc/connect";
 import {
   type ConnectionLimits,
@@ -11,6 +12,7 @@ import {
 import { watchHttp2Session } from "./http2-session-watch.js";
 import { createBodyReader } from "./request-body.js";
 import { refuseRpc } from "./rpc-refusal.js";
+import { reloadTlsOnChange, type TlsFiles, type TlsReloadLog, tlsServerOptions } from "./tls-files.js";
 
 /** What both servers hand each request to: Node's HTTP/1.1 and HTTP/2 compatibility request and response. */
 export type DualProtocolHandler = (
@@ -19,7 +21,7 @@ export type DualProtocolHandler = (
 ) => void;
 
 export interface DualProtocolServer {
-  /** The listening socket; connections are handed to `http1` or `http2` by their first bytes. */
+  /** The listening socket; connections are handed to `http1` or `http2` by their first bytes (by ALPN over TLS). */
   readonly server: Server;
   readonly http1: http.Server;
   readonly http2: http2.Http2Server;
@@ -53,6 +55,11 @@ export interface DualProtocolServerOptions {
    * RPC layer still bounds each message).
    */
   readonly streamingRequestPaths?: ReadonlySet<string>;
+  /**
+   * Serve TLS instead of cleartext: ALPN picks HTTP/2 (h2) or HTTP/1.1; the files are reloaded on SIGHUP and
+   * when they change. Unset: h2c and HTTP/1.1 in cleartext.
+   */
+  readonly tls?: { readonly files: TlsFiles; readonly log: TlsReloadLog };
 }
 
 /** Every HTTP/2 connection without TLS (h2c with prior knowledge) starts with these 24 bytes (RFC 9113 section 3.4). */
@@ -135,8 +142,21 @@ export function createDualProtocolServer(
     socket.once("close", done);
     socket.on("error", () => socket.destroy());
   };
-  const server = createNetServer(route);
+  // Over TLS, ALPN names the protocol (RFC 9113 section 3.2: h2 over TLS is negotiated, never sniffed); a client
+  // that offers no ALPN speaks HTTP/1.1.
+  const routeTls = (socket: TLSSocket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    if (socket.alpnProtocol === "h2") h2.emit("connection", socket);
+    else h1.emit("connection", socket);
+  };
+  const tls = options.tls;
+  const server: Server | TlsServer = tls
+    ? createTlsServer(tlsServerOptions(tls.files, ["h2", "http/1.1"], limits.headersTimeoutMs), routeTls)
+    : createNetServer(route);
   limitConnections(server, limits);
+  let stopReloading = () => {};
   let stopped = false;
   let closed: Promise<void> = Promise.resolve();
   // Draining, a kept-alive HTTP/1.1 connection is not kept: its response says Connection: close.
@@ -146,6 +166,7 @@ export function createDualProtocolServer(
   const stopAccepting = () => {
     if (stopped) return;
     stopped = true;
+    stopReloading();
     closed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const socket of pending) socket.destroy();
     for (const session of sessions) session.close();
@@ -161,7 +182,11 @@ export function createDualProtocolServer(
         server.once("error", reject);
         server.listen(port, host, () => {
           server.off("error", reject);
-          resolve(server.address() as AddressInfo);
+          const address = server.address() as AddressInfo;
+          if (tls) {
+            stopReloading = reloadTlsOnChange(server as TlsServer, tls.files, tls.log, String(address.port));
+          }
+          resolve(address);
         });
       });
     },

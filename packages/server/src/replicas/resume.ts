@@ -7,6 +7,7 @@ import {
   headers,
   isTerminalState,
   type StreamResponse,
+  StreamResponseSchema,
   TaskState,
 } from "@parley/proto";
 import type { TaskEventLog } from "@parley/store";
@@ -66,11 +67,13 @@ export async function* subscribeFromLog(
   const start = await startOf(resumable, engine, tenant, taskId, ctx);
   if (start === undefined) return;
   const { after, contextId } = start;
+  const resumed = start.snapshot === undefined && (resumePoint(ctx) ?? 0) > 0;
   if (start.snapshot) yield start.snapshot;
   // A generator's locals live as long as it does: the task read above (its whole history and artifacts) must
   // not stay reachable while a slow client is followed, or every open stream holds one copy of it.
+  const begun = start.snapshot !== undefined || resumed;
   start.snapshot = undefined;
-  yield* followAcrossTurns(resumable.events, tenant, taskId, contextId, after, ctx.signal);
+  yield* followAcrossTurns(resumable.events, tenant, taskId, contextId, after, ctx.signal, begun);
 }
 
 /** Where a SubscribeToTask starts, and the snapshot it starts with; undefined when nothing is left to send. */
@@ -129,8 +132,12 @@ async function* followAcrossTurns(
   contextId: string,
   after: number,
   signal: AbortSignal,
+  begun: boolean,
 ): AsyncGenerator<StreamResponse> {
   let next = after;
+  // Only a stream's first event is a Task (section 3.1.2): a follow-up turn's opening snapshot becomes the status
+  // update it carries, so the stream keeps one event per logged seq (resume points stay exact).
+  let first = !begun;
   for (;;) {
     let waiting = false;
     let ran = false;
@@ -139,13 +146,30 @@ async function* followAcrossTurns(
       const event = decodeLoggedEvent(logged.payload, taskId, contextId);
       ran = logged.final;
       waiting = logged.final && leavesWaiting(event);
-      yield event;
+      yield first ? event : asUpdate(event, taskId, contextId);
+      first = false;
     }
     // The log's follower ends quietly when the call's signal fires: a stream its deadline cut must not look
     // complete to the client.
     if (!ran && signal.aborted) throw cutShort(taskId, signal.reason);
     if (!waiting || signal.aborted) return;
   }
+}
+
+/** A Task event past a stream's start, as the TaskStatusUpdateEvent of its status; any other event as it is. */
+function asUpdate(event: StreamResponse, taskId: string, contextId: string): StreamResponse {
+  if (event.payload.case !== "task") return event;
+  const task = event.payload.value;
+  return create(StreamResponseSchema, {
+    payload: {
+      case: "statusUpdate",
+      value: {
+        taskId: task.id || taskId,
+        contextId: task.contextId || contextId,
+        ...(task.status ? { status: task.status } : {}),
+      },
+    },
+  });
 }
 
 /** What a SubscribeToTask cut before the run's end ends with: the deadline's error naming the task, or the reason. */

@@ -73,6 +73,11 @@ function callerGone(): ConnectError {
   return new ConnectError("the caller went away; the task runs on", Code.Canceled);
 }
 
+/** A request's `id` (the task id) is REQUIRED: an empty one is the caller's mistake, not an unknown task. */
+function requireTaskId(id: string): void {
+  if (id === "") throw invalidArgument("id (the task id) is required");
+}
+
 /** The options of a send without a push config: one object for all of them. */
 const noSendOptions: SendOptions = Object.freeze({});
 
@@ -184,6 +189,7 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     },
 
     async getTask(req, ctx) {
+      requireTaskId(req.id);
       const task = await engine.getTask(callerOf(ctx).tenant, req.id);
       if (!task) throw taskNotFound(req.id);
       return withHistoryLength(task, req.historyLength);
@@ -216,11 +222,13 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     },
 
     async cancelTask(req, ctx) {
+      requireTaskId(req.id);
       return engine.cancel(callerOf(ctx).tenant, req.id);
     },
 
     async *subscribeToTask(req, ctx) {
       requireStreaming();
+      requireTaskId(req.id);
       const tenant = callerOf(ctx).tenant;
       const release = streams.acquire(tenant);
       try {
@@ -261,10 +269,19 @@ export function createA2AServiceImpl(deps: A2AServiceDeps): ServiceImpl<typeof A
     },
 
     async getExtendedAgentCard(_req, ctx) {
+      // Sections 3.3.4 and 13.3: an agent that does not declare the capability answers UnsupportedOperationError.
+      // With it on, the config requires API keys, so the caller interceptor has authenticated this caller.
       if (!config.capabilities.extendedAgentCard) {
         throw createTypedError(
-          "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+          "UNSUPPORTED_OPERATION",
           "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
+        );
+      }
+      // A config built without the loader's check: open mode has no one to authenticate, so no one gets it.
+      if (Object.keys(config.apiKeys).length === 0) {
+        throw new ConnectError(
+          "the extended agent card requires authentication, and this server has no API keys (apiKeys)",
+          Code.Unauthenticated,
         );
       }
       return deps.extendedCard(callerOf(ctx).agent);
