@@ -179,13 +179,25 @@ export function createSessionServiceImpl(deps: {
     return id;
   }
 
+  /**
+   * Streams the log; its last event is sent once the log is stored, so a caller that saw the end can read the
+   * conversation from any replica and after a restart.
+   */
   async function* stream(log: ConversationLog, waitMs: number | undefined, ctx: HandlerContext) {
     if (waitMs === 0) {
+      await recorder.settled(log);
       yield { event: log.events[0]! };
       return;
     }
     const signal = waitMs === undefined ? ctx.signal : AbortSignal.any([ctx.signal, AbortSignal.timeout(waitMs)]);
-    for await (const event of log.follow(signal)) yield { event };
+    yield* followStored(log, signal);
+  }
+
+  async function* followStored(log: ConversationLog, signal: AbortSignal) {
+    for await (const event of log.follow(signal)) {
+      if (log.finished && event === log.events[log.events.length - 1]) await recorder.settled(log);
+      yield { event };
+    }
   }
 
   return {
@@ -209,11 +221,14 @@ export function createSessionServiceImpl(deps: {
     async *watchConversation(req, ctx) {
       const tenant = callerOf(ctx).tenant;
       const id = requireId(req.conversationId);
+      // A running conversation of this replica is followed live; every other one is read from the store, which
+      // knows whether its thread was deleted since.
       const log = registry.get(tenant, id);
-      if (log) {
-        for await (const event of log.follow(ctx.signal)) yield { event };
+      if (log && !log.finished) {
+        yield* followStored(log, ctx.signal);
         return;
       }
+      if (log) await recorder.settled(log);
       // Stored: ran before a restart, or runs on another replica (its steps are read as they are stored).
       let seen = 0;
       for (;;) {
@@ -234,7 +249,8 @@ export function createSessionServiceImpl(deps: {
       const tenant = callerOf(ctx).tenant;
       const id = requireId(req.conversationId);
       const log = registry.get(tenant, id);
-      if (log) {
+      if (log?.finished) await recorder.settled(log);
+      if (log && !log.finished) {
         return {
           conversation: { conversationId: log.id, state: log.state, events: [...log.events] as ConverseEvent[] },
         };
