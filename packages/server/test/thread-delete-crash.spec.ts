@@ -11,7 +11,9 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { MessageSchema, Role, TaskSchema, TaskState } from "@parley/proto";
 import { createStore, threadDigest } from "@parley/store";
 import { Level } from "level";
-import { afterAll, describe, expect, it } from "vitest";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
 import { spawnServer } from "./fixtures/spawn-server.js";
 
 const tenant = "acme";
@@ -29,7 +31,7 @@ function message(id: string, text: string): Uint8Array {
 }
 
 /** A thread of `count` completed tasks, each with its two messages, a push config and an event log. */
-async function populate(url: string, contextId: string, count: number): Promise<void> {
+async function populate(url: string, contextId: string, count: number, withSession = false): Promise<void> {
   const backend = await createStore({ url });
   const key = { tenant, contextId };
   try {
@@ -58,6 +60,22 @@ async function populate(url: string, contextId: string, count: number): Promise<
       const fence = await backend.leases.tryAcquire(key, taskId, 60_000);
       await backend.events.append(tenant, taskId, [{ seq: 1, payload: new Uint8Array([2]), final: true }], fence!);
       await backend.leases.release(fence!);
+    }
+    if (withSession) {
+      await backend.conversations.saveConversation(
+        {
+          tenant,
+          conversationId: `${contextId}-session`,
+          state: 2,
+          createdAt: Date.now(),
+          updatedAt: Date.now(),
+          agents: ["a", "b"],
+          contextIds: [contextId, `${contextId}-peer`],
+          eventCount: 1,
+          payload: new Uint8Array(0),
+        },
+        [{ seq: 1, payload: new Uint8Array([3]) }],
+      );
     }
   } finally {
     await backend.close();
@@ -185,3 +203,108 @@ describe("DeleteThread across a crash (LevelDB)", () => {
     expect(done).toEqual({ left: {}, marker: false, keptMeta: true });
   }, 300_000);
 });
+
+// PostgreSQL deletes a thread in one transaction. The test holds a lock on the thread's session row, so the delete's
+// transaction stops after it deleted the tasks and before it commits; the server is killed right then. The
+// transaction is rolled back whole: the thread, its tasks and its session are all still there, and a delete after
+// the restart removes everything.
+describe("DeleteThread across a crash (PostgreSQL)", () => {
+  let database: TestDatabase;
+  const dataDir = mkdtempSync(join(tmpdir(), "parley-delete-crash-pg-"));
+  beforeAll(async () => {
+    database = await createTestDatabase();
+  });
+  afterAll(async () => {
+    rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
+  });
+
+  it("a SIGKILL inside the delete's transaction rolls it back whole; the next delete removes everything", async () => {
+    const count = 50;
+    await populate(database.url, doomed, count, true);
+    await populate(database.url, kept, 2);
+    const sql = new pg.Client({ connectionString: database.url });
+    await sql.connect();
+    const counts = async () => {
+      const one = async (q: string) => Number((await sql.query<{ n: string }>(q)).rows[0]!.n);
+      return {
+        threads: await one("SELECT count(*) AS n FROM parley_threads"),
+        messages: await one("SELECT count(*) AS n FROM parley_messages"),
+        tasks: await one("SELECT count(*) AS n FROM parley_tasks"),
+        push: await one("SELECT count(*) AS n FROM parley_push_configs"),
+        events: await one("SELECT count(*) AS n FROM parley_task_events"),
+        sessions: await one("SELECT count(*) AS n FROM parley_conversations"),
+      };
+    };
+    const whole = {
+      threads: 2,
+      messages: 2 * (count + 2),
+      tasks: count + 2,
+      push: count + 2,
+      events: count + 2,
+      sessions: 1,
+    };
+    try {
+      expect(await counts()).toEqual(whole);
+      const pgEnv = { ...env, PARLEY_STORE_URL: database.url };
+      const first = await spawnServer({ dataDir, env: pgEnv });
+      await sql.query("BEGIN");
+      await sql.query("SELECT 1 FROM parley_conversations FOR UPDATE");
+      const deleting = first
+        .threads(headers)
+        .deleteThread({ contextId: doomed })
+        .then(
+          () => "answered",
+          () => "cut",
+        );
+      // The delete's transaction waits for the session row's lock: it has deleted the tasks by then.
+      while ((await waitingDeletes(database.url)) === 0) {
+        if (first.child.exitCode !== null) throw new Error(`the server exited: ${first.stderr()}`);
+      }
+      first.child.kill("SIGKILL");
+      first.closeClients();
+      expect((await first.exited).signal).toBe("SIGKILL");
+      await sql.query("COMMIT");
+      expect(await deleting).toBe("cut");
+      // Rolled back whole: nothing of the thread is missing.
+      await expect.poll(counts, { timeout: 10_000 }).toEqual(whole);
+
+      const second = await spawnServer({ dataDir, env: pgEnv });
+      try {
+        expect((await second.a2a(headers).getTask({ id: `${doomed}-t0` })).id).toBe(`${doomed}-t0`);
+        const deleted = await second.threads(headers).deleteThread({ contextId: doomed });
+        expect(deleted).toMatchObject({ deleted: true, deletedTaskCount: BigInt(count), deletedSessionCount: 1n });
+        const error = await second
+          .a2a(headers)
+          .getTask({ id: `${doomed}-t0` })
+          .then(
+            () => undefined,
+            (e: unknown) => ConnectError.from(e),
+          );
+        expect(error?.code).toBe(Code.NotFound);
+      } finally {
+        second.closeClients();
+        second.child.kill("SIGTERM");
+        await second.exited;
+      }
+      expect(await counts()).toEqual({ threads: 1, messages: 4, tasks: 2, push: 2, events: 2, sessions: 0 });
+    } finally {
+      await sql.end();
+    }
+  }, 180_000);
+});
+
+/** Server connections whose statement waits for a lock while deleting a thread's sessions. */
+async function waitingDeletes(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      `SELECT count(*) AS n FROM pg_stat_activity
+       WHERE application_name = 'parley' AND wait_event_type = 'Lock' AND query LIKE '%DELETE FROM parley_conversations%'`,
+    );
+    return Number(rows[0]!.n);
+  } finally {
+    await client.end();
+  }
+}
