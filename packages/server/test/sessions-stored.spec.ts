@@ -137,6 +137,26 @@ describe("ListConversations (in-process server)", () => {
     expect(await codeOf(alice.getConversation({ conversationId: ids[4]! }))).toBe(Code.NotFound);
     expect(await all({}, 10)).toEqual(ids.slice(0, 4));
   });
+  it("answers a retry (same request_id) from the record, and starts anew once its thread was deleted", async () => {
+    const request = {
+      requester: local("asker", "rq-a"),
+      target: local("answerer", "rq-b"),
+      text: "Please help",
+      maxTurns: 1,
+      requestId: "rq-1",
+    };
+    const idOf = async () => {
+      let id = "";
+      for await (const res of alice.converse(request)) id ||= res.event!.conversationId;
+      return id;
+    };
+    const first = await idOf();
+    expect(await idOf()).toBe(first);
+    await server.threads({ authorization: "Bearer key-alice" }).deleteThread({ contextId: "rq-a" });
+    const again = await idOf();
+    expect(again).not.toBe(first);
+    expect((await alice.getConversation({ conversationId: again })).conversation?.state).toBe(ConversationState.DONE);
+  });
 });
 
 function configFile(dir: string): string {

@@ -208,6 +208,11 @@ export function createSessionServiceImpl(deps: {
       nonNegative(req.waitMs, "wait_ms");
       nonNegative(req.stepTimeoutMs, "step_timeout_ms");
       let log = req.requestId !== "" ? registry.byRequestId(tenant, req.requestId) : undefined;
+      if (log?.finished) {
+        // A retry of a conversation deleted since (with one of its threads) is a new request, not a replay of it.
+        await recorder.settled(log);
+        if (!(await fromStore(deps.conversations.getConversation(tenant, log.id)))) log = undefined;
+      }
       if (log && log.fingerprint !== fingerprintOf(req)) {
         throw invalidArgument(
           `request_id ${JSON.stringify(req.requestId)} was already used for a different request (conversation ${log.id}); choose a new request_id`,
