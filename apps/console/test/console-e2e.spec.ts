@@ -286,6 +286,34 @@ describe("the console in a real browser against a real Parley", () => {
   );
 
   it(
+    "lists past sessions, filters them by agent, and opens one with its steps",
+    async () => {
+      const sessions = view("sessions");
+      const past = sessions.getByRole("complementary", { name: "past sessions" });
+      const items = past.getByRole("list").first().locator("li button");
+      await expect.poll(() => items.count(), { timeout: wait }).toBeGreaterThanOrEqual(1);
+      expect(await items.first().textContent()).toContain("planner → builder");
+      expect(await items.first().textContent()).toContain("done");
+      await past.getByLabel("With agent", { exact: true }).fill("nobody");
+      await past.getByRole("button", { name: "Filter" }).click();
+      await expect.poll(() => past.getByText("no sessions").count(), { timeout: wait }).toBe(1);
+      await past.getByLabel("With agent", { exact: true }).fill("builder");
+      await past.getByRole("button", { name: "Filter" }).click();
+      await expect.poll(() => items.count(), { timeout: wait }).toBe(1);
+      await items.first().click();
+      const stop = sessions.getByRole("region", { name: "stop reason" });
+      await stop.waitFor({ timeout: wait });
+      expect(await stop.textContent()).toContain("stopped: silence");
+      const steps = await sessions.getByRole("list", { name: "steps" }).locator("li").allTextContents();
+      expect(steps.join("\n")).toContain("The build is green.");
+      expect(steps[0]).toMatch(/^#1accepted/);
+      await shot("past-session");
+      await sessions.getByRole("button", { name: "Close" }).click();
+    },
+    timeout,
+  );
+
+  it(
     "lists tasks filtered by state and opens one with its history and artifacts",
     async () => {
       await page.keyboard.press("3");

@@ -8,6 +8,7 @@ import { registerConverseCommand } from "./commands/converse.js";
 import { registerTenantTransferCommands } from "./commands/export-all.js";
 import { exitCodeHelp, jsonLine } from "./commands/output.js";
 import { registerSendCommand } from "./commands/send.js";
+import { registerSessionsCommand } from "./commands/sessions.js";
 import { registerThreadsCommand } from "./commands/threads.js";
 import { registerThreadTransferCommands } from "./commands/threads-transfer.js";
 import { ExitCode, exitCodeOf } from "./errors.js";
@@ -33,6 +34,7 @@ function buildProgram(run: RunCommand): Command {
     .exitOverride();
   registerSendCommand(program, run);
   registerConverseCommand(program, run);
+  registerSessionsCommand(program, run);
   registerThreadTransferCommands(registerThreadsCommand(program, run), run);
   registerTenantTransferCommands(program, run);
   return program;

@@ -184,7 +184,7 @@ describe("parley threads", () => {
     expect(newest.stdout).toMatch(/^\[4\] agent: /);
 
     const deleted = await parley(["threads", "delete", contextId]);
-    expect(deleted).toMatchObject({ code: 0, stdout: `deleted ${contextId} (4 messages)\n` });
+    expect(deleted).toMatchObject({ code: 0, stdout: `deleted ${contextId} (4 messages, 2 tasks, 0 sessions)\n` });
     const again = await parley(["threads", "delete", contextId]);
     expect(again.code).toBe(3);
     expect(again.stderr).toContain(`no thread ${contextId}`);

@@ -64,6 +64,7 @@ import { createAccessServiceImpl } from "./services/access-service.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
 import { createTargetServiceImpl, peerAgentName } from "./services/target-service.js";
 import { createThreadServiceImpl } from "./services/thread-service.js";
+import { recoverConversations } from "./sessions/conversation-records.js";
 
 export interface Parley {
   readonly config: ParleyConfig;
@@ -148,6 +149,18 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     await backend.close();
     throw error;
   }
+  // Conversations that no process runs any more (cut by a crash or a stop) are ended in the store, so a listing
+  // never shows one as running forever. On PostgreSQL only those idle past two step timeouts: another replica may
+  // still run the others.
+  await recoverConversations(backend.conversations, {
+    logger,
+    ...(backend.kind === "postgres" ? { staleMs: 2 * config.limits.agentStepTimeoutMs } : {}),
+  }).then(
+    (ended) => {
+      if (ended > 0) logger.info({ ended }, `ended ${ended} conversations interrupted by a stop`);
+    },
+    (err) => logger.warn({ err }, "could not read the conversations interrupted by a stop"),
+  );
   // Both backends run the same lease and event-log code: PostgreSQL's shared leases and log, or LevelDB's
   // in-process leases and durable log. So a LevelDB server numbers, keeps and resumes task events as replicas do.
   // Created after the engine (its busy guard is part of the check); the sweeper's timer only starts passes later.
@@ -252,6 +265,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const sessionService = createSessionServiceImpl({
     engine,
     store,
+    conversations: backend.conversations,
     config,
     logger,
     chains,

@@ -65,6 +65,7 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
   return {
     kind: "level",
     store: fenceLevelStore(store, leases, events),
+    conversations: store,
     leases,
     events,
     retention: {

@@ -1,3 +1,4 @@
+export * from "./conversation-types.js";
 export { threadDigest } from "./core/digests.js";
 export { type CreateStoreOptions, createStore, isPostgresUrl } from "./create-store.js";
 export {

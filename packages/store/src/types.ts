@@ -1,6 +1,7 @@
 // The backend-neutral contract of Parley's durable state. Payloads are opaque
 // bytes (the server stores binary-encoded protobuf messages), so the store
 // knows nothing of A2A and no backend type leaks out of it.
+import type { ConversationStore } from "./conversation-types.js";
 
 /** Identifies one conversation: a tenant's contextId. */
 export interface ThreadKey {
@@ -192,8 +193,14 @@ export interface ThreadStore {
   getThread(key: ThreadKey): Promise<ThreadMeta | undefined>;
   /** A tenant's threads, most recently updated first, from an index (never a scan). */
   listThreads(tenant: string, options: { readonly limit: number; readonly cursor?: string }): Promise<ThreadPage>;
-  /** Deletes the thread, its messages and every index entry. Idempotent. */
-  deleteThread(key: ThreadKey): Promise<{ readonly deleted: boolean; readonly messageCount: number }>;
+  /**
+   * Deletes everything of the thread: its messages (and their retry index), its tasks with their push configs
+   * and event logs, its sessions (conversations), its listing entries, and what a released lease kept of its
+   * task ids. The same purge as retention (ThreadRetention), crash-safe the same way. Refused with StoreError
+   * BUSY, deleting nothing, while a task holds the context's lease (or held it and was never ended) or
+   * `options.busy` says so. Idempotent: `deleted` is false when nothing of the thread was stored.
+   */
+  deleteThread(key: ThreadKey, options?: DeleteThreadOptions): Promise<DeleteThreadResult>;
   /** Deletes threads whose last update is older than `olderThanMs` ago; returns how many. */
   sweepThreads(olderThanMs: number): Promise<number>;
   /**
@@ -227,6 +234,20 @@ export interface ThreadStore {
   close(): Promise<void>;
 }
 
+export interface DeleteThreadOptions {
+  /** The caller's own busy guard (contexts with a send in flight): such a thread is refused as BUSY. */
+  readonly busy?: (key: ThreadKey) => boolean;
+}
+
+export interface DeleteThreadResult {
+  readonly deleted: boolean;
+  readonly messageCount: number;
+  /** Tasks deleted with the thread, each with its push configs and event log. */
+  readonly tasks: number;
+  /** Sessions (conversations) deleted with the thread. */
+  readonly conversations: number;
+}
+
 /** Why a store operation failed. */
 export type StoreErrorCode =
   | "INVALID_ID" // empty, too long, or not valid UTF-16
@@ -235,7 +256,8 @@ export type StoreErrorCode =
   | "CLOSED" // the store was closed
   | "CORRUPT" // a record failed its own consistency checks
   | "CONFLICT" // an import would merge into another thread's data (see importThread)
-  | "FENCED"; // a write carried a lease fence that is no longer the live lease of its context
+  | "FENCED" // a write carried a lease fence that is no longer the live lease of its context
+  | "BUSY"; // a delete met a context whose lease a task holds (or held and never ended)
 
 export class StoreError extends Error {
   override readonly name = "StoreError";
@@ -255,6 +277,7 @@ export const idLimits = {
   messageId: 1024,
   taskId: 1024,
   configId: 1024,
+  conversationId: 1024,
 } as const;
 
 /** The terminal lf.a2a.v1.TaskState values (COMPLETED, FAILED, CANCELED, REJECTED). */
@@ -487,6 +510,7 @@ export interface CommitStats {
 export interface LevelBackend {
   readonly kind: "level";
   readonly store: FencedThreadStore;
+  readonly conversations: ConversationStore;
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;
   readonly retention: ThreadRetention;
@@ -501,6 +525,7 @@ export interface LevelBackend {
 export interface ReplicaBackend {
   readonly kind: "postgres";
   readonly store: FencedThreadStore;
+  readonly conversations: ConversationStore;
   readonly leases: ContextLeases;
   readonly events: TaskEventLog;
   readonly retention: ThreadRetention;

@@ -12,7 +12,14 @@ afterAll(async () => {
   await database?.drop();
 });
 
-const tables = ["parley_threads", "parley_tasks", "parley_push_configs", "parley_context_leases", "parley_task_events"];
+const tables = [
+  "parley_conversations",
+  "parley_threads",
+  "parley_tasks",
+  "parley_push_configs",
+  "parley_context_leases",
+  "parley_task_events",
+];
 
 /** A backend on the file's own database, its tables emptied (DELETE: tiny tables, cheaper than TRUNCATE). */
 async function openEmpty({ now }: { now?: () => number }): Promise<PostgresBackend> {

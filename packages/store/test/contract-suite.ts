@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { type StoreBackend, StoreError, type ThreadKey } from "../src/index.js";
-import { key, msg, openedBackends, task } from "./contract-fixtures.js";
+import { conv, convEvent, event, key, msg, openedBackends, task } from "./contract-fixtures.js";
 import { bytes, manualClock, text } from "./helpers.js";
 
 /** Opens a fresh, empty backend; the suite closes it after each test. */
@@ -182,6 +182,8 @@ export function storeContract(name: string, factory: BackendFactory): void {
         expect(await store.deleteThread({ tenant: "acme", contextId: "c3" })).toEqual({
           deleted: true,
           messageCount: 2,
+          tasks: 0,
+          conversations: 0,
         });
         const all = await store.listThreads("acme", { limit: 100 });
         expect(all.threads.map((t) => t.contextId)).toEqual(expected.filter((c) => c !== "c3"));
@@ -191,8 +193,8 @@ export function storeContract(name: string, factory: BackendFactory): void {
         const clock = manualClock();
         const { store } = await open({ now: clock.now });
         for (let i = 0; i < 5; i++) await store.append(key, msg(`m${i}`));
-        expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 5 });
-        expect(await store.deleteThread(key)).toEqual({ deleted: false, messageCount: 0 });
+        expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 5, tasks: 0, conversations: 0 });
+        expect(await store.deleteThread(key)).toEqual({ deleted: false, messageCount: 0, tasks: 0, conversations: 0 });
         expect(await store.tail(key, 5)).toEqual([]);
         expect((await store.append(key, msg("m3"))).message.sequence).toBe(1);
 
@@ -367,9 +369,163 @@ export function storeContract(name: string, factory: BackendFactory): void {
           /contextId/,
         );
         await store.deleteThread(k);
-        expect((await store.getTask("acme", "t2"))?.taskId).toBe("t2");
+        expect(await store.getTask("acme", "t2")).toBeUndefined();
       });
 
+      it("deletes everything of a thread: messages, tasks, push configs, event logs, conversations", async () => {
+        const { store, events, leases, conversations } = await open();
+        const other = { tenant: "acme", contextId: "ctx-other" };
+        await store.append(key, { ...msg("m1"), taskId: "t1" }, task("t1", { contextId: "ctx-1", state: 3 }));
+        await store.append(key, { ...msg("m2"), taskId: "t2" }, task("t2", { contextId: "ctx-1", state: 2 }));
+        await store.append(other, { ...msg("o1"), taskId: "t9" }, task("t9", { contextId: "ctx-other", state: 3 }));
+        await store.putPushConfig({ tenant: "acme", taskId: "t1", configId: "hook", payload: text("hook") });
+        const grant = await leases.tryAcquire(key, "t1", 60_000);
+        await events.append("acme", "t1", [event(1), event(2, true)], grant!);
+        await leases.release(grant!);
+        await conversations.saveConversation(conv("s1", ["ctx-1", "ctx-peer"]), [convEvent(1)]);
+        await conversations.saveConversation(conv("s2", ["ctx-other", "ctx-x"]), [convEvent(1)]);
+        // The task of a running turn (not terminal) goes too: it holds no lease.
+        await store.putTask(task("t2", { contextId: "ctx-1", state: 2 }));
+
+        expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 2, tasks: 2, conversations: 1 });
+        expect(await store.getThread(key)).toBeUndefined();
+        expect(await store.tail(key, 10)).toEqual([]);
+        expect((await store.readMessages(key, { order: "oldest-first", limit: 10 })).messages).toEqual([]);
+        expect(await store.getTask("acme", "t1")).toBeUndefined();
+        expect(await store.getTask("acme", "t2")).toBeUndefined();
+        expect((await store.listTasks("acme", { limit: 10, contextId: "ctx-1" })).totalSize).toBe(0);
+        expect((await store.listTasks("acme", { limit: 10 })).tasks.map((t) => t.taskId)).toEqual(["t9"]);
+        expect((await store.listUnfinishedTasks()).map((t) => t.taskId)).toEqual([]);
+        expect(await store.getPushConfig("acme", "t1", "hook")).toBeUndefined();
+        expect((await store.listPushConfigs("acme", "t1", { limit: 10 })).configs).toEqual([]);
+        expect(await events.read("acme", "t1", 0, 10)).toEqual([]);
+        expect(await events.lastSeq("acme", "t1")).toBe(0);
+        expect(await conversations.getConversation("acme", "s1")).toBeUndefined();
+        expect(await conversations.readConversationEvents("acme", "s1", 0, 10)).toEqual([]);
+        expect(
+          (await conversations.listConversations("acme", { limit: 10 })).conversations.map((c) => c.conversationId),
+        ).toEqual(["s2"]);
+        expect((await store.listThreads("acme", { limit: 10 })).threads.map((t) => t.contextId)).toEqual(["ctx-other"]);
+        // The same contextId starts afresh, without the old tasks in its listing; a conversation deleted while it
+        // ran is not brought back by its next step.
+        expect((await store.append(key, msg("m1"))).message.sequence).toBe(1);
+        expect((await store.listTasks("acme", { limit: 10, contextId: "ctx-1" })).totalSize).toBe(0);
+        await expect(
+          conversations.saveConversation({ ...conv("s1", ["ctx-1", "ctx-peer"]), eventCount: 2 }, [convEvent(2)]),
+        ).rejects.toMatchObject({ code: "CONFLICT" });
+        expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 1, tasks: 0, conversations: 0 });
+        expect(await store.deleteThread(key)).toEqual({ deleted: false, messageCount: 0, tasks: 0, conversations: 0 });
+        // Deleting the other side of a conversation deletes it too.
+        expect((await store.deleteThread({ tenant: "acme", contextId: "ctx-x" })).conversations).toBe(1);
+        expect(await conversations.getConversation("acme", "s2")).toBeUndefined();
+        expect((await store.getThread(other))?.messageCount).toBe(1);
+      });
+
+      it("refuses (BUSY) to delete a thread whose lease a task holds, and deletes nothing", async () => {
+        const { store, leases } = await open();
+        await store.append(key, { ...msg("m1"), taskId: "t1" }, task("t1", { contextId: "ctx-1", state: 2 }));
+        const grant = await leases.tryAcquire(key, "t1", 60_000);
+        await expect(store.deleteThread(key)).rejects.toMatchObject({ code: "BUSY" });
+        expect((await store.getThread(key))?.messageCount).toBe(1);
+        expect((await store.getTask("acme", "t1"))?.taskId).toBe("t1");
+        await leases.release(grant!);
+        await expect(store.deleteThread(key, { busy: (k) => k.contextId === key.contextId })).rejects.toMatchObject({
+          code: "BUSY",
+        });
+        expect((await store.deleteThread(key)).deleted).toBe(true);
+      });
+
+      it("purges the same set in a retention pass", async () => {
+        const clock = manualClock();
+        const { store, conversations, retention } = await open({ now: clock.now });
+        await store.append(key, { ...msg("m1"), taskId: "t1" }, task("t1", { contextId: "ctx-1", state: 3 }));
+        await conversations.saveConversation(conv("s1", ["ctx-1", "ctx-peer"]), [convEvent(1)]);
+        clock.advance(10_000);
+        const result = await retention.purgeIdleThreads({ idleBefore: clock.now() - 1_000, limit: 10 });
+        expect(result).toMatchObject({ threads: 1, messages: 1, tasks: 1 });
+        expect(await store.getTask("acme", "t1")).toBeUndefined();
+        expect(await conversations.getConversation("acme", "s1")).toBeUndefined();
+      });
+    });
+
+    describe("conversations", () => {
+      it("saves a record with its events, appends more, and reads them back", async () => {
+        const { conversations } = await open();
+        const first = conv("s1", ["ctx-a", "ctx-b"], { eventCount: 2 });
+        await conversations.saveConversation(first, [convEvent(1), convEvent(2)]);
+        expect(await conversations.getConversation("acme", "s1")).toEqual(first);
+        expect(await conversations.listRunningConversations(10)).toEqual([first]);
+        const done = { ...first, state: 2, updatedAt: 9_000, eventCount: 3, payload: text("done") };
+        await conversations.saveConversation(done, [convEvent(3)]);
+        expect(await conversations.getConversation("acme", "s1")).toEqual(done);
+        expect(await conversations.listRunningConversations(10)).toEqual([]);
+        expect(await conversations.readConversationEvents("acme", "s1", 0, 10)).toEqual([
+          convEvent(1),
+          convEvent(2),
+          convEvent(3),
+        ]);
+        expect(await conversations.readConversationEvents("acme", "s1", 1, 1)).toEqual([convEvent(2)]);
+        // Another tenant never sees it.
+        expect(await conversations.getConversation("other", "s1")).toBeUndefined();
+        expect((await conversations.listConversations("other", { limit: 10 })).conversations).toEqual([]);
+        // Events that do not follow the stored ones write nothing.
+        await expect(conversations.saveConversation({ ...done, eventCount: 5 }, [convEvent(5)])).rejects.toMatchObject({
+          code: "CONFLICT",
+        });
+        await expect(conversations.saveConversation({ ...done, eventCount: 4 }, [convEvent(3)])).rejects.toThrow(
+          /seqs must run from 4/,
+        );
+        expect((await conversations.getConversation("acme", "s1"))?.eventCount).toBe(3);
+      });
+
+      it("lists a tenant's conversations newest first, in pages, filtered by state and agent", async () => {
+        const { conversations } = await open();
+        for (let i = 0; i < 7; i++) {
+          await conversations.saveConversation(
+            conv(`s${i}`, [`r${i}`, `t${i}`], {
+              createdAt: 1_000 + Math.floor(i / 2),
+              state: i % 3 === 0 ? 2 : 1,
+              agents: [i % 2 === 0 ? "alpha" : "beta", "gamma"],
+              eventCount: 1,
+            }),
+            [convEvent(1)],
+          );
+        }
+        await conversations.saveConversation(conv("x", ["r", "t"], { tenant: "other" }), [convEvent(1)]);
+        const all = async (query: { state?: number; agent?: string }, limit: number) => {
+          const ids: string[] = [];
+          let cursor: string | undefined;
+          do {
+            const page = await conversations.listConversations("acme", {
+              ...query,
+              limit,
+              ...(cursor ? { cursor } : {}),
+            });
+            expect(page.conversations.length).toBeLessThanOrEqual(limit);
+            ids.push(...page.conversations.map((c) => c.conversationId));
+            cursor = page.nextCursor;
+          } while (cursor);
+          return ids;
+        };
+        const newestFirst = await all({}, 100);
+        expect(newestFirst.slice(0, 1)).toEqual(["s6"]);
+        expect(new Set(newestFirst.slice(1, 3))).toEqual(new Set(["s4", "s5"]));
+        expect(newestFirst).toHaveLength(7);
+        for (const limit of [1, 2, 3]) expect(await all({}, limit)).toEqual(newestFirst);
+        expect(await all({ state: 2 }, 1)).toEqual(newestFirst.filter((id) => ["s0", "s3", "s6"].includes(id)));
+        expect(await all({ agent: "beta" }, 2)).toEqual(newestFirst.filter((id) => ["s1", "s3", "s5"].includes(id)));
+        expect(await all({ agent: "gamma", state: 1 }, 2)).toEqual(
+          newestFirst.filter((id) => ["s1", "s2", "s4", "s5"].includes(id)),
+        );
+        expect(await all({ agent: "nobody" }, 2)).toEqual([]);
+        const page = await conversations.listConversations("acme", { state: 2, limit: 1 });
+        await expect(
+          conversations.listConversations("acme", { limit: 1, cursor: page.nextCursor! }),
+        ).rejects.toMatchObject({ code: "INVALID_CURSOR" });
+      });
+    });
+
+    describe("push configs and more", () => {
       it("puts, gets, pages and deletes push configs", async () => {
         const { store } = await open();
         const cfg = (configId: string, taskId = "t1") => ({

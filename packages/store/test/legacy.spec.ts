@@ -98,7 +98,7 @@ describe("legacy and foreign keys", () => {
       ["old", 3],
       ["new", 1],
     ]);
-    expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 3 });
+    expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 3, tasks: 0, conversations: 0 });
     await store.close();
     const after = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
     await after.open();

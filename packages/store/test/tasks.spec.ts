@@ -164,13 +164,14 @@ describe("tasks", () => {
     );
   });
 
-  it("keeps task records when their thread is deleted", async () => {
+  it("deletes task records with their thread", async () => {
     const { store } = await openStore();
     const key = { tenant: "acme", contextId: "ctx" };
     await store.append(key, { messageId: "m1", provenance: "user", payload: text("x") }, task("t1"));
-    await store.deleteThread(key);
-    expect((await store.getTask("acme", "t1"))?.taskId).toBe("t1");
-    expect((await store.listTasks("acme", { limit: 5, contextId: "ctx" })).totalSize).toBe(1);
+    expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 1, tasks: 1, conversations: 0 });
+    expect(await store.getTask("acme", "t1")).toBeUndefined();
+    expect((await store.listTasks("acme", { limit: 5, contextId: "ctx" })).totalSize).toBe(0);
+    expect((await store.listTasks("acme", { limit: 5 })).totalSize).toBe(0);
   });
 });
 

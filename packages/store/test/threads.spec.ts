@@ -142,8 +142,8 @@ describe("retention", () => {
   it("deletes a thread, its messages and index entries; a new thread under the key starts afresh", async () => {
     const { store } = await openStore();
     for (let i = 0; i < 20; i++) await store.append(key, msg(`m${i}`));
-    expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 20 });
-    expect(await store.deleteThread(key)).toEqual({ deleted: false, messageCount: 0 });
+    expect(await store.deleteThread(key)).toEqual({ deleted: true, messageCount: 20, tasks: 0, conversations: 0 });
+    expect(await store.deleteThread(key)).toEqual({ deleted: false, messageCount: 0, tasks: 0, conversations: 0 });
     expect(await store.getThread(key)).toBeUndefined();
     expect(await store.tail(key, 5)).toEqual([]);
     expect((await store.listThreads("acme", { limit: 10 })).threads).toEqual([]);

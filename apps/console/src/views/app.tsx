@@ -120,7 +120,7 @@ export function App() {
               <ThreadsView conn={conn} agents={agents} active={view === "threads"} />
             </div>
             <div hidden={view !== "sessions"} data-view="sessions">
-              <SessionsView conn={conn} agents={agents} />
+              <SessionsView conn={conn} agents={agents} active={view === "sessions"} />
             </div>
             <div hidden={view !== "tasks"} data-view="tasks">
               <TasksView conn={conn} active={view === "tasks"} />

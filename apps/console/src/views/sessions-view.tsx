@@ -13,6 +13,7 @@ import { phaseLabel, speakerLabel, stopReasonLabel } from "../logic/format.js";
 import { reconnectDelayMs } from "../logic/stream-cursor.js";
 import { AgentSelect, Badge, ErrorBox, Id, Time } from "./bits.js";
 import { useLatestRun } from "./latest-run.js";
+import { PastSessions } from "./past-sessions.js";
 
 interface SessionFields {
   agent: string;
@@ -51,9 +52,25 @@ function SessionPicker(props: {
  * ping-pong turn, silence, the announce step and the stop reason. The
  * conversation runs on the server (wait_ms 0) and WatchConversation follows
  * it, so a dropped connection resumes by replaying and skipping known steps.
+ * Beside it, the tenant's stored sessions: picking one opens its steps.
  */
-export function SessionsView(props: { conn: Connection; agents: readonly string[] }) {
+export function SessionsView(props: { conn: Connection; agents: readonly string[]; active: boolean }) {
   const { conn, agents } = props;
+  const [opened, setOpened] = useState<{ id: string; log?: ConverseLog } | undefined>();
+  const [openError, setOpenError] = useState<ShownError | undefined>();
+  const [ended, setEnded] = useState(0);
+  const open = async (conversationId: string) => {
+    setOpened({ id: conversationId });
+    setOpenError(undefined);
+    try {
+      const got = await conn.sessions.getConversation({ conversationId });
+      let past = emptyConverseLog;
+      for (const event of got.conversation?.events ?? []) past = reduceConverse(past, event);
+      setOpened((o) => (o?.id === conversationId ? { id: conversationId, log: past } : o));
+    } catch (e) {
+      setOpenError(describeError(e));
+    }
+  };
   const [requester, setRequester] = useState<SessionFields>({ agent: agents[0] ?? "", contextId: "" });
   const [target, setTarget] = useState<SessionFields>({ agent: agents[1] ?? agents[0] ?? "", contextId: "" });
   const [text, setText] = useState("");
@@ -66,6 +83,7 @@ export function SessionsView(props: { conn: Connection; agents: readonly string[
   const start = async () => {
     if (text.trim() === "" || running) return;
     const controller = newRun();
+    setOpened(undefined);
     setRunning(true);
     setError(undefined);
     let current = emptyConverseLog;
@@ -117,56 +135,80 @@ export function SessionsView(props: { conn: Connection; agents: readonly string[
       if (!controller.signal.aborted) setError(describeError(e));
     } finally {
       setRunning(false);
+      setEnded((n) => n + 1);
     }
   };
 
   return (
-    <div class="detail sessions">
-      <h2>Agent-to-agent session</h2>
-      <form
-        class="converse-form"
-        onSubmit={(e) => {
-          e.preventDefault();
-          void start();
-        }}
-      >
-        <div class="row">
-          <SessionPicker legend="Requester" agents={agents} value={requester} onChange={setRequester} />
-          <SessionPicker legend="Target" agents={agents} value={target} onChange={setTarget} />
-          <label>
-            Ping-pong turns
-            <input
-              type="number"
-              min={0}
-              max={20}
-              value={turns}
-              onInput={(e) => setTurns(Number(e.currentTarget.value))}
-            />
-          </label>
-        </div>
-        <label>
-          Request
-          <textarea
-            rows={2}
-            value={text}
-            onInput={(e) => setText(e.currentTarget.value)}
-            onKeyDown={(e) => {
-              if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
-                e.preventDefault();
-                void start();
-              }
+    <div class="split">
+      <PastSessions
+        conn={conn}
+        selected={opened?.id}
+        onOpen={(id) => void open(id)}
+        reload={ended + (props.active ? 1 : 0)}
+      />
+      <section class="detail-pane">
+        <div class="detail sessions">
+          <h2>Agent-to-agent session</h2>
+          <form
+            class="converse-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void start();
             }}
-            placeholder="What the requester asks the target (Ctrl+Enter starts)"
-          />
-        </label>
-        <div class="row">
-          <button type="submit" class="primary" disabled={running || text.trim() === ""}>
-            {running ? "Running…" : "Converse"}
-          </button>
+          >
+            <div class="row">
+              <SessionPicker legend="Requester" agents={agents} value={requester} onChange={setRequester} />
+              <SessionPicker legend="Target" agents={agents} value={target} onChange={setTarget} />
+              <label>
+                Ping-pong turns
+                <input
+                  type="number"
+                  min={0}
+                  max={20}
+                  value={turns}
+                  onInput={(e) => setTurns(Number(e.currentTarget.value))}
+                />
+              </label>
+            </div>
+            <label>
+              Request
+              <textarea
+                rows={2}
+                value={text}
+                onInput={(e) => setText(e.currentTarget.value)}
+                onKeyDown={(e) => {
+                  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+                    e.preventDefault();
+                    void start();
+                  }
+                }}
+                placeholder="What the requester asks the target (Ctrl+Enter starts)"
+              />
+            </label>
+            <div class="row">
+              <button type="submit" class="primary" disabled={running || text.trim() === ""}>
+                {running ? "Running…" : "Converse"}
+              </button>
+            </div>
+          </form>
+          <ErrorBox error={error} />
+          {opened ? (
+            <>
+              <h3>
+                Session <Id id={opened.id} keep={20} />{" "}
+                <button type="button" onClick={() => setOpened(undefined)}>
+                  Close
+                </button>
+              </h3>
+              <ErrorBox error={openError} />
+              {opened.log && <ConversationLog log={opened.log} />}
+            </>
+          ) : (
+            log && <ConversationLog log={log} />
+          )}
         </div>
-      </form>
-      <ErrorBox error={error} />
-      {log && <ConversationLog log={log} />}
+      </section>
     </div>
   );
 }

@@ -95,7 +95,7 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
 
   threads
     .command("delete")
-    .description("Delete a thread and all its messages")
+    .description("Delete a thread with everything of it: messages, tasks, push configs, sessions")
     .argument("<contextId>", "the thread's contextId", parseContextId)
     .addHelpText("after", exitCodeHelp)
     .exitOverride()
@@ -106,7 +106,9 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
           process.stderr.write(`parley: no thread ${terminalId(contextId)} for this tenant\n`);
           return ExitCode.notFound;
         }
-        process.stdout.write(`deleted ${terminalId(contextId)} (${response.deletedMessageCount} messages)\n`);
+        process.stdout.write(
+          `deleted ${terminalId(contextId)} (${response.deletedMessageCount} messages, ${response.deletedTaskCount} tasks, ${response.deletedSessionCount} sessions)\n`,
+        );
         return ExitCode.ok;
       }),
     );

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
+  ConversationState,
   type ConverseEvent,
   type ConverseRequest,
   headers,
@@ -8,21 +9,50 @@ import {
   type SessionRef,
   type SessionService,
 } from "@parley/proto";
-import type { ThreadStore } from "@parley/store";
+import type { ConversationStore, ThreadStore } from "@parley/store";
 import type { Logger } from "pino";
 import { encodeChainReportTrailer } from "../chain/chain-budget.js";
 import type { ChainGuard } from "../chain/chain-guard.js";
 import type { ParleyConfig } from "../config.js";
 import type { Engine } from "../engine/engine.js";
-import { invalidArgument } from "../errors.js";
+import { fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import { ConversationLog, ConversationRegistry } from "../sessions/conversation-log.js";
+import {
+  createConversationRecorder,
+  loadConversation,
+  readStoredEvents,
+  summaryOfRecord,
+} from "../sessions/conversation-records.js";
 import { type ConversationPlan, ConversationRunner } from "../sessions/conversation-runner.js";
-import { decodeHops, hopsHeader, resolveSession } from "../sessions/session-ref.js";
+import { decodeHops, hopsHeader, type ResolvedSession, resolveSession } from "../sessions/session-ref.js";
 import { silenceTokenSet } from "../sessions/silence.js";
 
-/** How many finished conversations stay readable by WatchConversation and GetConversation. */
+/** How many finished conversations stay in memory (every one stays readable from the store). */
 export const finishedConversationCapacity = 1_000;
+/** How often WatchConversation reads the store for new steps of a conversation another replica runs. */
+const storedFollowMs = 250;
+
+/** The agent a listing shows and filters on: a hosted agent's name, or the peer as the request named it. */
+function agentOf(session: ResolvedSession): string {
+  return session.kind === "local" ? session.agent : session.peer.name;
+}
+
+/** Waits `ms`, or less when `signal` aborts; true when it aborted. */
+function pause(ms: number, signal: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(true);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(false);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
 
 function refKey(ref: SessionRef | undefined): unknown {
   return ref ? [ref.endpoint.case ?? "", ref.endpoint.value ?? "", ref.contextId] : null;
@@ -45,6 +75,8 @@ function nonNegative(value: number | undefined, field: string): void {
 export function createSessionServiceImpl(deps: {
   readonly engine: Engine;
   readonly store: ThreadStore;
+  /** Where conversations are recorded, readable by every replica and after restarts. */
+  readonly conversations: ConversationStore;
   readonly config: ParleyConfig;
   readonly logger: Logger;
   readonly chains: ChainGuard;
@@ -54,6 +86,7 @@ export function createSessionServiceImpl(deps: {
 }): ServiceImpl<typeof SessionService> {
   const { config } = deps;
   const registry = new ConversationRegistry(finishedConversationCapacity);
+  const recorder = createConversationRecorder({ store: deps.conversations, logger: deps.logger });
   const runner = new ConversationRunner({
     engine: deps.engine,
     store: deps.store,
@@ -116,6 +149,7 @@ export function createSessionServiceImpl(deps: {
       detail: [`${requester.id} → ${target.id}, up to ${maxTurns} ping-pong turns`, ...notes].join("; "),
     });
     registry.add(log, req.requestId);
+    recorder.track(log, { agents: [agentOf(requester), agentOf(target)], text: req.text });
     const plan: ConversationPlan = {
       log,
       tenant,
@@ -133,25 +167,37 @@ export function createSessionServiceImpl(deps: {
     return log;
   }
 
-  function find(ctx: HandlerContext, id: string): ConversationLog {
-    if (id === "") throw invalidArgument("conversation_id is required");
-    const log = registry.get(callerOf(ctx).tenant, id);
-    if (!log) {
-      throw new ConnectError(
-        `no conversation ${JSON.stringify(id)}: it never existed for this tenant or was one of the oldest beyond the last ${finishedConversationCapacity} finished`,
-        Code.NotFound,
-      );
-    }
-    return log;
+  function notFound(id: string): ConnectError {
+    return new ConnectError(
+      `no conversation ${JSON.stringify(id)}: it never existed for this tenant, or one of its threads was deleted (by DeleteThread or retention)`,
+      Code.NotFound,
+    );
   }
 
+  function requireId(id: string): string {
+    if (id === "") throw invalidArgument("conversation_id is required");
+    return id;
+  }
+
+  /**
+   * Streams the log; its last event is sent once the log is stored, so a caller that saw the end can read the
+   * conversation from any replica and after a restart.
+   */
   async function* stream(log: ConversationLog, waitMs: number | undefined, ctx: HandlerContext) {
     if (waitMs === 0) {
+      await recorder.settled(log);
       yield { event: log.events[0]! };
       return;
     }
     const signal = waitMs === undefined ? ctx.signal : AbortSignal.any([ctx.signal, AbortSignal.timeout(waitMs)]);
-    for await (const event of log.follow(signal)) yield { event };
+    yield* followStored(log, signal);
+  }
+
+  async function* followStored(log: ConversationLog, signal: AbortSignal) {
+    for await (const event of log.follow(signal)) {
+      if (log.finished && event === log.events[log.events.length - 1]) await recorder.settled(log);
+      yield { event };
+    }
   }
 
   return {
@@ -162,6 +208,11 @@ export function createSessionServiceImpl(deps: {
       nonNegative(req.waitMs, "wait_ms");
       nonNegative(req.stepTimeoutMs, "step_timeout_ms");
       let log = req.requestId !== "" ? registry.byRequestId(tenant, req.requestId) : undefined;
+      if (log?.finished) {
+        // A retry of a conversation deleted since (with one of its threads) is a new request, not a replay of it.
+        await recorder.settled(log);
+        if (!(await fromStore(deps.conversations.getConversation(tenant, log.id)))) log = undefined;
+      }
       if (log && log.fingerprint !== fingerprintOf(req)) {
         throw invalidArgument(
           `request_id ${JSON.stringify(req.requestId)} was already used for a different request (conversation ${log.id}); choose a new request_id`,
@@ -173,12 +224,65 @@ export function createSessionServiceImpl(deps: {
       if (log.finished) ctx.responseTrailer.set(headers.chain, encodeChainReportTrailer(log.chain));
     },
     async *watchConversation(req, ctx) {
-      const log = find(ctx, req.conversationId);
-      for await (const event of log.follow(ctx.signal)) yield { event };
+      const tenant = callerOf(ctx).tenant;
+      const id = requireId(req.conversationId);
+      // A running conversation of this replica is followed live; every other one is read from the store, which
+      // knows whether its thread was deleted since.
+      const log = registry.get(tenant, id);
+      if (log && !log.finished) {
+        yield* followStored(log, ctx.signal);
+        return;
+      }
+      if (log) await recorder.settled(log);
+      // Stored: ran before a restart, or runs on another replica (its steps are read as they are stored).
+      let seen = 0;
+      for (;;) {
+        const record = await fromStore(deps.conversations.getConversation(tenant, id));
+        if (!record) {
+          if (seen === 0) throw notFound(id);
+          return;
+        }
+        for (const event of await fromStore(readStoredEvents(deps.conversations, tenant, id, seen))) {
+          seen += 1;
+          yield { event };
+        }
+        if (record.state !== ConversationState.RUNNING && seen >= record.eventCount) return;
+        if (await pause(storedFollowMs, ctx.signal)) return;
+      }
     },
     async getConversation(req, ctx) {
-      const log = find(ctx, req.conversationId);
-      return { conversation: { conversationId: log.id, state: log.state, events: [...log.events] as ConverseEvent[] } };
+      const tenant = callerOf(ctx).tenant;
+      const id = requireId(req.conversationId);
+      const log = registry.get(tenant, id);
+      if (log?.finished) await recorder.settled(log);
+      if (log && !log.finished) {
+        return {
+          conversation: { conversationId: log.id, state: log.state, events: [...log.events] as ConverseEvent[] },
+        };
+      }
+      const stored = await fromStore(loadConversation(deps.conversations, tenant, id));
+      if (!stored) throw notFound(id);
+      return { conversation: { conversationId: id, state: stored.state, events: stored.events } };
+    },
+    async listConversations(req, ctx) {
+      const tenant = callerOf(ctx).tenant;
+      if (req.pageSize < 0 || req.pageSize > 100) {
+        throw invalidArgument(
+          `ListConversations page_size must be between 1 and 100 (the server's maximum page size; 0 = 20), got ${req.pageSize}: ask for at most 100 and follow next_page_token`,
+        );
+      }
+      if (ConversationState[req.state] === undefined) {
+        throw invalidArgument(`state must be a ConversationState, got ${req.state}`);
+      }
+      const page = await fromStore(
+        deps.conversations.listConversations(tenant, {
+          limit: req.pageSize === 0 ? 20 : req.pageSize,
+          ...(req.state !== ConversationState.UNSPECIFIED ? { state: req.state } : {}),
+          ...(req.agent !== "" ? { agent: req.agent } : {}),
+          ...(req.pageToken !== "" ? { cursor: req.pageToken } : {}),
+        }),
+      );
+      return { conversations: page.conversations.map(summaryOfRecord), nextPageToken: page.nextCursor ?? "" };
     },
   };
 }

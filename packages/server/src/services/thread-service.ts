@@ -2,9 +2,9 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { HistoryOrder, MessageSchema, ThreadMessageSchema, type ThreadService } from "@parley/proto";
-import type { ContextLeases, StoredMessage, ThreadStore } from "@parley/store";
+import { type ContextLeases, type StoredMessage, StoreError, type ThreadStore } from "@parley/store";
 import type { Engine } from "../engine/engine.js";
-import { contextBusy, fromStore, invalidArgument } from "../errors.js";
+import { contextBusy, fromStore, invalidArgument, storeFailure } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import { createThreadTransfer } from "./thread-transfer.js";
 import { provenances, threadFromMeta } from "./thread-wire.js";
@@ -83,8 +83,28 @@ export function createThreadServiceImpl(deps: {
       const key = { tenant: callerOf(ctx).tenant, contextId: requireContextId(req.contextId) };
       const running = engine.busyRun(key.tenant, key.contextId);
       if (running) throw contextBusy(key.contextId, running.taskId, "delete it");
-      const result = await fromStore(store.deleteThread(key));
-      return { deleted: result.deleted, deletedMessageCount: BigInt(result.messageCount) };
+      // Everything of the thread goes (messages, tasks, their push configs and event logs, sessions), in the
+      // store's one purge; a task running on this replica (busy guard) or any other (the lease) refuses it.
+      const busy = (k: { tenant: string; contextId: string }) => engine.busyRun(k.tenant, k.contextId) !== undefined;
+      try {
+        const result = await store.deleteThread(key, { busy });
+        return {
+          deleted: result.deleted,
+          deletedMessageCount: BigInt(result.messageCount),
+          deletedTaskCount: BigInt(result.tasks),
+          deletedSessionCount: BigInt(result.conversations),
+        };
+      } catch (error) {
+        if (error instanceof StoreError && error.code === "BUSY") {
+          const holder = await deps.leases?.holder(key).catch(() => undefined);
+          throw contextBusy(
+            key.contextId,
+            holder?.taskId ?? engine.busyRun(key.tenant, key.contextId)?.taskId ?? "",
+            "delete it",
+          );
+        }
+        throw storeFailure(error);
+      }
     },
   };
 }

@@ -19,6 +19,7 @@ export class ConversationLog {
   private done = false;
   private wake: () => void = () => undefined;
   private changed: Promise<void>;
+  private observer: ((log: ConversationLog) => void) | undefined;
 
   constructor(
     readonly id: string,
@@ -27,7 +28,7 @@ export class ConversationLog {
     readonly fingerprint: string,
     /** The chain the conversation draws its budget from. */
     readonly chain: ChainLedger,
-    private readonly contexts: { readonly requester: string; readonly target: string },
+    readonly contexts: { readonly requester: string; readonly target: string },
   ) {
     this.changed = this.nextChange();
   }
@@ -36,6 +37,11 @@ export class ConversationLog {
     return new Promise((resolve) => {
       this.wake = resolve;
     });
+  }
+
+  /** Called after every appended event (the recorder that makes the log durable). */
+  observe(observer: (log: ConversationLog) => void): void {
+    this.observer = observer;
   }
 
   get state(): ConversationState {
@@ -47,6 +53,11 @@ export class ConversationLog {
   }
 
   append(init: EventInit): void {
+    this.push(init);
+    this.observer?.(this);
+  }
+
+  private push(init: EventInit): void {
     if (this.done) throw new Error(`conversation ${this.id} got an event after it ended`);
     this.events.push(
       create(ConverseEventSchema, {
@@ -63,9 +74,10 @@ export class ConversationLog {
 
   /** Appends the last event and ends the log. */
   finish(init: EventInit): void {
-    this.append(init);
+    this.push(init);
     this.done = true;
     this.notify();
+    this.observer?.(this);
   }
 
   private notify(): void {
@@ -93,8 +105,9 @@ export class ConversationLog {
 
 /**
  * Running conversations, plus the most recent finished ones in a bounded
- * LRU (the store has no conversations API; a finished conversation's steps
- * stay durable in both threads, only the event log ages out of memory).
+ * LRU; every conversation is also stored (conversation-records.ts), so one
+ * that aged out of memory, ran on another replica or before a restart is
+ * read from the store.
  */
 export class ConversationRegistry {
   private readonly running = new Map<string, ConversationLog>();

@@ -18,12 +18,14 @@ export interface CursorKind {
   readonly fits: (length: number) => boolean;
 }
 
-/** Messages: a sequence. Threads: updatedAt + thread digest. Tasks: updatedAt + taskId. Push: config digest. */
+/** Messages: a sequence. Threads: updatedAt + thread digest. Tasks: updatedAt + taskId. Push: config digest.
+ *  Conversations: inverted createdAt + conversation digest. */
 export const cursorKinds = {
   messages: { code: 0x6d, what: "readMessages", fits: (n) => n === SEQ_BYTES },
   threads: { code: 0x6c, what: "listThreads", fits: (n) => n === SEQ_BYTES + HASH_BYTES },
   tasks: { code: 0x64, what: "listTasks", fits: (n) => n > SEQ_BYTES },
   push: { code: 0x70, what: "listPushConfigs", fits: (n) => n === HASH_BYTES },
+  conversations: { code: 0x73, what: "listConversations", fits: (n) => n === SEQ_BYTES + HASH_BYTES },
 } as const satisfies Record<string, CursorKind>;
 
 /** Binds a cursor to the query it was issued for. */

@@ -2,6 +2,7 @@ import { checkFenceFor } from "../core/fences.js";
 import type {
   AppendInput,
   AppendResult,
+  DeleteThreadOptions,
   FencedThreadStore,
   ListTasksQuery,
   MessagePage,
@@ -70,7 +71,11 @@ export function fenceLevelStore(
     getThread: (key: ThreadKey): Promise<ThreadMeta | undefined> => store.getThread(key),
     listThreads: (tenant: string, options: { readonly limit: number; readonly cursor?: string }): Promise<ThreadPage> =>
       store.listThreads(tenant, options),
-    deleteThread: (key: ThreadKey) => store.deleteThread(key),
+    deleteThread: (key: ThreadKey, options?: DeleteThreadOptions) =>
+      store.deleteThread(key, options, {
+        leaseFree: (k) => leases.isFree(k),
+        forgetTask: (t, id) => events.forget(t, id),
+      }),
     sweepThreads: (olderThanMs: number) => store.sweepThreads(olderThanMs),
     importThread: (key: ThreadKey, data: ThreadImport) => store.importThread(key, data),
     getTask: (tenant: string, taskId: string) => store.getTask(tenant, taskId),

@@ -21,9 +21,15 @@
  *   parley:v1:e: tk lastSeq               one appended batch of task events (level-event-log.ts)
  *   parley:v1:f: ended tk                 task event logs by the time their last run ended (retention sweep)
  *   parley:v1:g: tk                       head of a task's event log (last seq, when it ended)
+ *   parley:v1:s: sk                       conversation record (level-conversations.ts)
+ *   parley:v1:v: sk seq                   one conversation event
+ *   parley:v1:o: H(tenant) inv(created) sk   listConversations index, newest first
+ *   parley:v1:w: th sk                    the conversations of a thread (deleted with it)
+ *   parley:v1:z: sk                       conversations recorded as running (recovery)
  *
  * with th = H("parley.thread.v1", tenant, contextId) and
- *      tk = H("parley.task.v1", tenant, taskId).
+ *      tk = H("parley.task.v1", tenant, taskId) and
+ *      sk = H("parley.conversation.v1", tenant, conversationId).
  *
  * Why versioned: a future layout gets its own prefix and migrates explicitly;
  * nothing outside `parley:v1:` is ever read, so keys left by older layouts or
@@ -63,6 +69,11 @@ export const T_PUSH = table("p");
 export const T_EVENT = table("e");
 export const T_EVENTS_ENDED = table("f");
 export const T_EVENT_HEAD = table("g");
+export const T_CONVERSATION = table("s");
+export const T_CONVERSATION_EVENT = table("v");
+export const T_CONVERSATIONS_BY_TENANT = table("o");
+export const T_CONVERSATIONS_BY_THREAD = table("w");
+export const T_CONVERSATIONS_RUNNING = table("z");
 
 export const SEQ_BYTES = 8;
 /** How many keys one range delete or multi-get handles at a time. */

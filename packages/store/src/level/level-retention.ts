@@ -1,6 +1,6 @@
 /*
- * Retention in the LevelDB backend: deleting idle threads with their messages, tasks, push configs and task event
- * logs.
+ * Retention in the LevelDB backend: deleting idle threads with their messages, tasks, push configs, task event
+ * logs and conversations; DeleteThread (purgeThread) deletes one thread the same way.
  *
  * Which threads: each tenant's listing index (`l: H(tenant) inv(updated) th`, moved by every append, so exact) is
  * walked from its oldest end up to the tenant's cutoff; tenants are found by seeking from one tenant's group to the
@@ -14,15 +14,25 @@
  * under the same contextId must not inherit old messages or see old tasks in its per-context index).
  */
 import { ByteReader, bytesEqual, decodeUtf8, lengthPrefixedUtf8, readU64, toHex, u64 } from "../core/bytes.js";
-import { checkLimit, checkTime, MAX_TIME } from "../core/checks.js";
+import { checkLimit, checkThreadKey, checkTime, MAX_TIME } from "../core/checks.js";
 import { digestHex, HASH_BYTES, taskHash, tenantHash, threadHash } from "../core/digests.js";
-import type { RetentionQuery, RetentionResult, ThreadKey, ThreadMeta } from "../types.js";
-import { type LevelContext, remember, threadLock } from "./level-context.js";
+import {
+  type DeleteThreadOptions,
+  type DeleteThreadResult,
+  type RetentionQuery,
+  type RetentionResult,
+  StoreError,
+  type ThreadKey,
+  type ThreadMeta,
+} from "../types.js";
+import { type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
+import { purgeThreadConversations } from "./level-conversations.js";
 import {
   type BatchOp,
   inv,
   key,
   prefixEnd,
+  T_CONVERSATIONS_BY_THREAD,
   T_EVENT,
   T_EVENT_HEAD,
   T_EVENTS_ENDED,
@@ -95,14 +105,18 @@ async function purgeTasks(ctx: LevelContext, th: Uint8Array, tenant: string, hoo
   }
 }
 
-/** Everything after the first batch: messages, tasks, the marker. Idempotent, so a crash can repeat it. */
-async function finish(ctx: LevelContext, th: Uint8Array, tenant: string, hooks: LevelRetentionHooks) {
+/**
+ * Everything after the first batch: messages, tasks, conversations, the marker. Idempotent, so a crash can
+ * repeat it.
+ */
+export async function finish(ctx: LevelContext, th: Uint8Array, tenant: string, hooks: LevelRetentionHooks) {
   for (const prefix of [key(T_MESSAGE, th), key(T_MESSAGE_ID, th)]) {
     await ctx.db.clear({ gte: prefix, lt: prefixEnd(prefix) });
   }
   const tasks = await purgeTasks(ctx, th, tenant, hooks);
+  const conversations = await purgeThreadConversations(ctx, th);
   await ctx.db.del(key(T_RETENTION, th), { sync: ctx.sync });
-  return tasks;
+  return { tasks, conversations };
 }
 
 function markerTenant(k: Uint8Array, v: Uint8Array): string {
@@ -121,6 +135,55 @@ export async function finishPendingRetention(ctx: LevelContext, hooks: LevelRete
     await ctx.locks.run(threadLock(th), () => finish(ctx, th, tenant, hooks));
   }
   return markers.length;
+}
+
+/**
+ * Deletes one thread with everything of it (DeleteThread), the way a retention pass deletes an idle one: the
+ * marker batch first (from then on nothing of the thread is listed or readable through its meta), then the
+ * rest. Also finishes a thread whose meta is gone but whose tasks or conversations are left (a thread deleted
+ * before deletes took them along). BUSY, with nothing written, while the context's lease is not free.
+ */
+export async function purgeThread(
+  ctx: LevelContext,
+  threadKey: ThreadKey,
+  options: DeleteThreadOptions,
+  hooks: LevelRetentionHooks = {},
+): Promise<DeleteThreadResult> {
+  const { tenant, contextId } = checkThreadKey(threadKey);
+  const th = threadHash(tenant, contextId);
+  return ctx.locks.run(threadLock(th), async () => {
+    const meta = readMeta(ctx, th, tenant, contextId);
+    if (!meta && !(await holdsAny(ctx, th))) return { deleted: false, messageCount: 0, tasks: 0, conversations: 0 };
+    // Checked synchronously right before the batch is issued, as in purgeOne.
+    if (options.busy?.(threadKey) || (hooks.leaseFree && !hooks.leaseFree(threadKey))) {
+      throw new StoreError(
+        "BUSY",
+        `context ${JSON.stringify(contextId)} is busy: a task holds its lease; the thread was not deleted`,
+      );
+    }
+    remember(ctx, th, undefined);
+    const ops: BatchOp[] = [{ type: "put", key: key(T_RETENTION, th), value: lengthPrefixedUtf8([tenant, contextId]) }];
+    if (meta) {
+      ops.push(
+        { type: "del", key: key(T_META, th) },
+        { type: "del", key: key(T_THREADS_BY_TENANT, tenantHash(tenant), inv(meta.listedAt), th) },
+        { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.createdAt), th) },
+        { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.updatedAt), th) },
+      );
+    }
+    await ctx.write(ops);
+    const { tasks, conversations } = await finish(ctx, th, tenant, hooks);
+    return { deleted: true, messageCount: meta?.messageCount ?? 0, tasks, conversations };
+  });
+}
+
+/** True when tasks or conversations of the thread are stored (its meta may be gone). */
+async function holdsAny(ctx: LevelContext, th: Uint8Array): Promise<boolean> {
+  for (const prefix of [key(T_TASKS_BY_CONTEXT, th), key(T_CONVERSATIONS_BY_THREAD, th), key(T_MESSAGE, th)]) {
+    const [first] = await ctx.db.keys({ gte: prefix, lt: prefixEnd(prefix), limit: 1 }).all();
+    if (first) return true;
+  }
+  return false;
 }
 
 type Outcome =
@@ -164,7 +227,7 @@ async function purgeOne(
         value: lengthPrefixedUtf8([meta.tenant, meta.contextId]),
       },
     ]);
-    const tasks = await finish(ctx, th, meta.tenant, hooks);
+    const { tasks } = await finish(ctx, th, meta.tenant, hooks);
     return { kind: "purged", meta, tasks } as const;
   });
 }

@@ -1,21 +1,15 @@
 /*
- * Deleting threads in the LevelDB backend, one at a time or by age.
- *
- * Deletion is two-phase so that it is crash-safe without one huge batch: an
- * atomic batch removes the meta and the thread indexes and records a purge
- * marker (the thread is gone from that instant), then the messages and the
- * messageId index are cleared in ranges, then the marker is removed. Opening
- * the store finishes any purge a crash interrupted, before the store is used.
- *
- * Tasks of the thread are kept: a task has its own lifetime (GetTask and
- * ListTasks must still answer after a conversation's history is pruned) and
- * its own retention, and its records reference the contextId only as data.
+ * Deleting threads in the LevelDB backend, one at a time or by age, through the purge retention uses
+ * (level-retention.ts): an atomic batch removes the meta and the thread indexes and records a marker (the
+ * thread is gone from that instant), then its messages, tasks (with push configs and event logs) and
+ * conversations go, then the marker. Opening the store finishes any purge a crash interrupted, before the
+ * store is used. `x:` markers of older versions (messages only) are finished too.
  */
-import { u64 } from "../core/bytes.js";
-import { checkThreadKey, checkTime } from "../core/checks.js";
-import { HASH_BYTES, tenantHash, threadHash } from "../core/digests.js";
-import type { ThreadKey } from "../types.js";
-import { type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
+import { lengthPrefixedUtf8, u64 } from "../core/bytes.js";
+import { checkTime } from "../core/checks.js";
+import { HASH_BYTES, tenantHash } from "../core/digests.js";
+import type { DeleteThreadOptions, DeleteThreadResult, ThreadKey } from "../types.js";
+import { type LevelContext, remember, threadLock } from "./level-context.js";
 import {
   EMPTY,
   inv,
@@ -26,10 +20,12 @@ import {
   T_MESSAGE_ID,
   T_META,
   T_PURGE,
+  T_RETENTION,
   T_THREADS_BY_TENANT,
   T_THREADS_BY_UPDATED,
 } from "./level-keys.js";
 import { decodeMeta, decodeOrCorrupt, type LevelMeta } from "./level-records.js";
+import { finish, type LevelRetentionHooks, purgeThread } from "./level-retention.js";
 
 /**
  * Deletes a thread whose lock the caller holds. `sweepEntry` is the sweep
@@ -50,9 +46,9 @@ async function deleteLocked(
     { type: "del", key: key(T_THREADS_BY_TENANT, tn, inv(meta.listedAt), th) },
     { type: "del", key: key(T_THREADS_BY_UPDATED, u64(meta.updatedAt), th) },
     ...(sweepEntry ? [{ type: "del" as const, key: sweepEntry }] : []),
-    { type: "put", key: key(T_PURGE, th), value: u64(meta.lastSequence) },
+    { type: "put", key: key(T_RETENTION, th), value: lengthPrefixedUtf8([meta.tenant, meta.contextId]) },
   ]);
-  await purge(ctx, th);
+  await finish(ctx, th, meta.tenant, {});
 }
 
 async function purge(ctx: LevelContext, th: Uint8Array): Promise<void> {
@@ -71,18 +67,13 @@ export async function finishPendingPurges(ctx: LevelContext): Promise<void> {
   }
 }
 
-export async function deleteThread(
+export function deleteThread(
   ctx: LevelContext,
   threadKey: ThreadKey,
-): Promise<{ readonly deleted: boolean; readonly messageCount: number }> {
-  const { tenant, contextId } = checkThreadKey(threadKey);
-  const th = threadHash(tenant, contextId);
-  return ctx.locks.run(threadLock(th), async () => {
-    const meta = readMeta(ctx, th, tenant, contextId);
-    if (!meta) return { deleted: false, messageCount: 0 };
-    await deleteLocked(ctx, th, meta);
-    return { deleted: true, messageCount: meta.messageCount };
-  });
+  options: DeleteThreadOptions = {},
+  hooks: LevelRetentionHooks = {},
+): Promise<DeleteThreadResult> {
+  return purgeThread(ctx, threadKey, options ?? {}, hooks);
 }
 
 export async function sweepThreads(ctx: LevelContext, olderThanMs: number): Promise<number> {

@@ -1,12 +1,15 @@
 // The LevelDB backend of ThreadStore: opens the directory (one owning process) and runs each job's module under
 // close() tracking. The key layout is described in level-keys.ts.
 import { Level } from "level";
+import type { ConversationStore } from "../conversation-types.js";
 import { bindJobs } from "../core/bind-jobs.js";
 import { taskHash } from "../core/digests.js";
 import {
   type AppendInput,
   type AppendResult,
   type CommitStats,
+  type DeleteThreadOptions,
+  type DeleteThreadResult,
   type RetentionQuery,
   type RetentionResult,
   StoreError,
@@ -16,6 +19,7 @@ import {
   type ThreadStore,
 } from "../types.js";
 import { createLevelContext, type LevelContext, pointRead, scanThreads } from "./level-context.js";
+import { conversationJobs } from "./level-conversations.js";
 import type { Db } from "./level-keys.js";
 import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
 import { pushConfigJobs } from "./level-push-configs.js";
@@ -69,8 +73,10 @@ function writeBufferBytesOf(options: LevelThreadStoreOptions): number {
   return bytes;
 }
 
-/** ThreadStore plus helpers meant for tools (imports, benchmarks), not for the request path. */
-export interface LevelThreadStore extends ThreadStore {
+/** ThreadStore and ConversationStore, plus helpers meant for tools (imports, benchmarks), not for the request path. */
+export interface LevelThreadStore extends ThreadStore, ConversationStore {
+  /** `hooks`: the leases and event log beside the store (createStore passes them), as for purgeIdleThreads. */
+  deleteThread(key: ThreadKey, options?: DeleteThreadOptions, hooks?: LevelRetentionHooks): Promise<DeleteThreadResult>;
   /** `extra`: ops of another table of this database written in the same batch (not when the append is a retry). */
   append(key: ThreadKey, input: AppendInput, task?: TaskRecord, extra?: readonly LevelBatchOp[]): Promise<AppendResult>;
   /** `extra`: ops of another table of this database written in the same batch. */
@@ -158,6 +164,7 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     ...threadDeletes,
     ...taskJobs,
     ...pushConfigJobs,
+    ...conversationJobs,
   };
   const keyspace: LevelKeyspace = {
     path: claim.realPath,

@@ -100,6 +100,39 @@ export const migrations: readonly Migration[] = [
     // append locks the row (the append sees it) or waits for the append (the follower's next read sees the events).
     sql: `ALTER TABLE parley_context_leases ADD COLUMN watched_until timestamptz NOT NULL DEFAULT '-infinity'`,
   },
+  {
+    version: 4,
+    name: "conversations (sessions) and their events",
+    // A conversation belongs to two threads (requester and target) and is deleted with either of them.
+    sql: `
+      CREATE TABLE parley_conversations (
+        conversation_key  bytea PRIMARY KEY,
+        tenant_key        bytea NOT NULL,
+        tenant            bytea NOT NULL,
+        conversation_id   bytea NOT NULL,
+        state             integer NOT NULL,
+        created_at        bigint NOT NULL,
+        updated_at        bigint NOT NULL,
+        requester_agent   bytea NOT NULL,
+        target_agent      bytea NOT NULL,
+        requester_context bytea NOT NULL,
+        target_context    bytea NOT NULL,
+        requester_thread  bytea NOT NULL,
+        target_thread     bytea NOT NULL,
+        event_count       bigint NOT NULL,
+        payload           bytea NOT NULL
+      );
+      CREATE INDEX parley_conversations_by_tenant ON parley_conversations (tenant_key, created_at DESC, conversation_key);
+      CREATE INDEX parley_conversations_by_requester ON parley_conversations (requester_thread);
+      CREATE INDEX parley_conversations_by_target ON parley_conversations (target_thread);
+      CREATE INDEX parley_conversations_running ON parley_conversations (created_at) WHERE state = 1;
+      CREATE TABLE parley_conversation_events (
+        conversation_key bytea NOT NULL REFERENCES parley_conversations ON DELETE CASCADE,
+        seq              bigint NOT NULL,
+        payload          bytea NOT NULL,
+        PRIMARY KEY (conversation_key, seq)
+      );`,
+  },
 ];
 
 /**

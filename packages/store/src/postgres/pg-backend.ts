@@ -3,6 +3,7 @@ import { hostname } from "node:os";
 import pg from "pg";
 import { type ReplicaBackend, StoreError } from "../types.js";
 import { migrate } from "./migrations.js";
+import { createPgConversations } from "./pg-conversations.js";
 import { createPgEventLog } from "./pg-event-log.js";
 import { createPgLeases } from "./pg-leases.js";
 import { createPgListener, type PgListener } from "./pg-listener.js";
@@ -117,9 +118,16 @@ export async function createPostgresBackend(options: PostgresBackendOptions): Pr
       if (closing) throw new StoreError("CLOSED", `${name} called after the PostgreSQL backend was closed`);
     },
   });
+  const conversations = createPgConversations({
+    pool: statements,
+    open: (name) => {
+      if (closing) throw new StoreError("CLOSED", `${name} called after the PostgreSQL backend was closed`);
+    },
+  });
   return {
     kind: "postgres",
     store,
+    conversations,
     leases,
     events,
     retention,

@@ -25,7 +25,7 @@ const seconds = (ms: number) => ms / 1000;
 /**
  * Context leases as rows with an expiry judged by the database clock and a
  * fencing token that grows with every grant. A released lease keeps its row
- * (expires_at = -infinity) so the token never goes back.
+ * (expires_at = -infinity) so the token never goes back (a thread's delete clears its ids; a grant writes them).
  */
 export function createPgLeases(options: PgLeasesOptions): ContextLeases {
   const { pool, listener, holder } = options;
@@ -79,6 +79,7 @@ export function createPgLeases(options: PgLeasesOptions): ContextLeases {
         `INSERT INTO parley_context_leases AS l (thread_key, tenant, context_id, task_id, holder, token, expires_at)
          VALUES ($1, $2, $3, $4, $5, 1, now() + make_interval(secs => $6))
          ON CONFLICT (thread_key) DO UPDATE SET
+           tenant = EXCLUDED.tenant, context_id = EXCLUDED.context_id,
            task_id = EXCLUDED.task_id, holder = EXCLUDED.holder, token = l.token + 1,
            expires_at = EXCLUDED.expires_at, cancel_requested = false,
            prev_task_id = l.task_id, prev_token = l.token, prev_open = l.expires_at > '-infinity'::timestamptz

@@ -1,6 +1,6 @@
 /*
- * Retention in the PostgreSQL backend: deleting idle threads with their messages, tasks, push configs and task
- * event logs, one transaction per thread (a crash rolls it back whole, and the next pass does it again).
+ * Retention in the PostgreSQL backend: deleting idle threads with their messages, tasks, push configs, task
+ * event logs and conversations (the purge DeleteThread uses, pg-thread-purge.ts), one transaction per thread (a crash rolls it back whole, and the next pass does it again).
  *
  * Which threads: tenants are found by a loose index scan of parley_threads_by_tenant (one probe per tenant), then
  * each tenant's oldest threads up to its cutoff, from the same index, so the live threads are never read.
@@ -16,6 +16,7 @@ import { checkLimit, checkTime } from "../core/checks.js";
 import type { RetentionQuery, RetentionResult, ThreadRetention } from "../types.js";
 import { idText, tenantKeyOf } from "./pg-keys.js";
 import type { PgPool } from "./pg-pipeline.js";
+import { leaseOpen, purgeThreadInTx } from "./pg-thread-purge.js";
 import { transaction } from "./pg-transaction.js";
 
 /** Candidate threads read per query. */
@@ -35,23 +36,13 @@ const CANDIDATES_SQL = `
   WHERE tenant_key = $1 AND updated_at < $2 AND (updated_at, thread_key) > ($3, $4)
   ORDER BY updated_at, thread_key LIMIT $5`;
 
-const PURGE_TASKS_SQL = `
-  WITH t AS (DELETE FROM parley_tasks WHERE thread_key = $1 RETURNING task_key),
-       p AS (DELETE FROM parley_push_configs WHERE task_key IN (SELECT task_key FROM t)),
-       e AS (DELETE FROM parley_task_events WHERE task_key IN (SELECT task_key FROM t))
-  SELECT count(*)::int AS tasks FROM t`;
-
 type Outcome =
   | { readonly kind: "purged"; readonly messages: number; readonly tasks: number }
   | { readonly kind: "kept" | "busy" };
 
 async function purgeOne(pool: PgPool, th: Buffer, cutoff: number, query: RetentionQuery): Promise<Outcome> {
   return transaction(pool, async (client) => {
-    const lease = await client.query<{ open: boolean }>(
-      "SELECT expires_at > '-infinity'::timestamptz AS open FROM parley_context_leases WHERE thread_key = $1 FOR UPDATE",
-      [th],
-    );
-    if (lease.rows[0]?.open) return { kind: "busy" } as const;
+    if (await leaseOpen(client, th)) return { kind: "busy" } as const;
     const { rows } = await client.query<{
       tenant: Buffer;
       context_id: Buffer;
@@ -64,10 +55,8 @@ async function purgeOne(pool: PgPool, th: Buffer, cutoff: number, query: Retenti
     if (!row || Number(row.updated_at) >= cutoff) return { kind: "kept" } as const;
     const key = { tenant: idText(row.tenant, "tenant"), contextId: idText(row.context_id, "contextId") };
     if (query.busy?.(key)) return { kind: "busy" } as const;
-    const tasks = await client.query<{ tasks: number }>(PURGE_TASKS_SQL, [th]);
-    // Messages go with the row (ON DELETE CASCADE).
-    await client.query("DELETE FROM parley_threads WHERE thread_key = $1", [th]);
-    return { kind: "purged", messages: Number(row.message_count), tasks: tasks.rows[0]?.tasks ?? 0 } as const;
+    const { tasks } = await purgeThreadInTx(client, th);
+    return { kind: "purged", messages: Number(row.message_count), tasks } as const;
   });
 }
 

@@ -97,6 +97,7 @@ function appendSql(v: AppendVariant): string {
       INSERT INTO parley_context_leases AS l (thread_key, tenant, context_id, task_id, holder, token, expires_at)
       VALUES ($1, $5, $6, ${lease[0]}, ${lease[1]}, 1, now() + make_interval(secs => ${lease[2]}))
       ON CONFLICT (thread_key) DO UPDATE SET
+        tenant = EXCLUDED.tenant, context_id = EXCLUDED.context_id,
         task_id = EXCLUDED.task_id, holder = EXCLUDED.holder, token = l.token + 1,
         expires_at = EXCLUDED.expires_at, cancel_requested = false,
         prev_task_id = l.task_id, prev_token = l.token, prev_open = l.expires_at > '-infinity'::timestamptz

@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file parley/v1/session.proto.
  */
 export const file_parley_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("ChdwYXJsZXkvdjEvc2Vzc2lvbi5wcm90bxIJcGFybGV5LnYxIk0KClNlc3Npb25SZWYSDwoFYWdlbnQYASABKAlIABIOCgRwZWVyGAIgASgJSAASEgoKY29udGV4dF9pZBgDIAEoCUIKCghlbmRwb2ludCL+AQoPQ29udmVyc2VSZXF1ZXN0EigKCXJlcXVlc3RlchgBIAEoCzIVLnBhcmxleS52MS5TZXNzaW9uUmVmEiUKBnRhcmdldBgCIAEoCzIVLnBhcmxleS52MS5TZXNzaW9uUmVmEgwKBHRleHQYAyABKAkSFgoJbWF4X3R1cm5zGAQgASgFSACIAQESFAoHd2FpdF9tcxgFIAEoBUgBiAEBEhwKD3N0ZXBfdGltZW91dF9tcxgGIAEoBUgCiAEBEhIKCnJlcXVlc3RfaWQYByABKAlCDAoKX21heF90dXJuc0IKCghfd2FpdF9tc0ISChBfc3RlcF90aW1lb3V0X21zIvYCCg1Db252ZXJzZUV2ZW50EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIfCgVwaGFzZRgDIAEoDjIQLnBhcmxleS52MS5QaGFzZRIMCgR0dXJuGAQgASgFEhEKCW1heF90dXJucxgFIAEoBRIjCgdzcGVha2VyGAYgASgOMhIucGFybGV5LnYxLlNwZWFrZXISDAoEdGV4dBgHIAEoCRIOCgZzaWxlbnQYCCABKAgSKgoLc3RvcF9yZWFzb24YCSABKA4yFS5wYXJsZXkudjEuU3RvcFJlYXNvbhIWCg5hbm5vdW5jZWRfdGV4dBgKIAEoCRIOCgZkZXRhaWwYCyABKAkSKAoEdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUcmVxdWVzdGVyX2NvbnRleHRfaWQYDSABKAkSGQoRdGFyZ2V0X2NvbnRleHRfaWQYDiABKAkiMwoYV2F0Y2hDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJ+CgxDb252ZXJzYXRpb24SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEisKBXN0YXRlGAIgASgOMhwucGFybGV5LnYxLkNvbnZlcnNhdGlvblN0YXRlEigKBmV2ZW50cxgDIAMoCzIYLnBhcmxleS52MS5Db252ZXJzZUV2ZW50IjsKEENvbnZlcnNlUmVzcG9uc2USJwoFZXZlbnQYASABKAsyGC5wYXJsZXkudjEuQ29udmVyc2VFdmVudCJEChlXYXRjaENvbnZlcnNhdGlvblJlc3BvbnNlEicKBWV2ZW50GAEgASgLMhgucGFybGV5LnYxLkNvbnZlcnNlRXZlbnQiSAoXR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiqAAQoFUGhhc2USFQoRUEhBU0VfVU5TUEVDSUZJRUQQABISCg5QSEFTRV9BQ0NFUFRFRBABEhMKD1BIQVNFX1JPVU5EX09ORRACEhMKD1BIQVNFX1BJTkdfUE9ORxADEhIKDlBIQVNFX0FOTk9VTkNFEAQSDgoKUEhBU0VfRE9ORRAFKk0KB1NwZWFrZXISFwoTU1BFQUtFUl9VTlNQRUNJRklFRBAAEhUKEVNQRUFLRVJfUkVRVUVTVEVSEAESEgoOU1BFQUtFUl9UQVJHRVQQAiqoAgoKU3RvcFJlYXNvbhIbChdTVE9QX1JFQVNPTl9VTlNQRUNJRklFRBAAEhcKE1NUT1BfUkVBU09OX1NJTEVOQ0UQARIbChdTVE9QX1JFQVNPTl9FTVBUWV9SRVBMWRACEhwKGFNUT1BfUkVBU09OX1NURVBfVElNRU9VVBADEhoKFlNUT1BfUkVBU09OX1RVUk5fTElNSVQQBBIdChlTVE9QX1JFQVNPTl9MT09QX0RFVEVDVEVEEAUSGQoVU1RPUF9SRUFTT05fSE9QX0xJTUlUEAYSGwoXU1RPUF9SRUFTT05fU1RFUF9CVURHRVQQBxIcChhTVE9QX1JFQVNPTl9BR0VOVF9GQUlMRUQQCBIYChRTVE9QX1JFQVNPTl9DQU5DRUxFRBAJKnQKEUNvbnZlcnNhdGlvblN0YXRlEiIKHkNPTlZFUlNBVElPTl9TVEFURV9VTlNQRUNJRklFRBAAEh4KGkNPTlZFUlNBVElPTl9TVEFURV9SVU5OSU5HEAESGwoXQ09OVkVSU0FUSU9OX1NUQVRFX0RPTkUQAjKTAgoOU2Vzc2lvblNlcnZpY2USRQoIQ29udmVyc2USGi5wYXJsZXkudjEuQ29udmVyc2VSZXF1ZXN0GhsucGFybGV5LnYxLkNvbnZlcnNlUmVzcG9uc2UwARJgChFXYXRjaENvbnZlcnNhdGlvbhIjLnBhcmxleS52MS5XYXRjaENvbnZlcnNhdGlvblJlcXVlc3QaJC5wYXJsZXkudjEuV2F0Y2hDb252ZXJzYXRpb25SZXNwb25zZTABElgKD0dldENvbnZlcnNhdGlvbhIhLnBhcmxleS52MS5HZXRDb252ZXJzYXRpb25SZXF1ZXN0GiIucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp]);
+  fileDesc("ChdwYXJsZXkvdjEvc2Vzc2lvbi5wcm90bxIJcGFybGV5LnYxIk0KClNlc3Npb25SZWYSDwoFYWdlbnQYASABKAlIABIOCgRwZWVyGAIgASgJSAASEgoKY29udGV4dF9pZBgDIAEoCUIKCghlbmRwb2ludCL+AQoPQ29udmVyc2VSZXF1ZXN0EigKCXJlcXVlc3RlchgBIAEoCzIVLnBhcmxleS52MS5TZXNzaW9uUmVmEiUKBnRhcmdldBgCIAEoCzIVLnBhcmxleS52MS5TZXNzaW9uUmVmEgwKBHRleHQYAyABKAkSFgoJbWF4X3R1cm5zGAQgASgFSACIAQESFAoHd2FpdF9tcxgFIAEoBUgBiAEBEhwKD3N0ZXBfdGltZW91dF9tcxgGIAEoBUgCiAEBEhIKCnJlcXVlc3RfaWQYByABKAlCDAoKX21heF90dXJuc0IKCghfd2FpdF9tc0ISChBfc3RlcF90aW1lb3V0X21zIvYCCg1Db252ZXJzZUV2ZW50EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRIQCghzZXF1ZW5jZRgCIAEoAxIfCgVwaGFzZRgDIAEoDjIQLnBhcmxleS52MS5QaGFzZRIMCgR0dXJuGAQgASgFEhEKCW1heF90dXJucxgFIAEoBRIjCgdzcGVha2VyGAYgASgOMhIucGFybGV5LnYxLlNwZWFrZXISDAoEdGV4dBgHIAEoCRIOCgZzaWxlbnQYCCABKAgSKgoLc3RvcF9yZWFzb24YCSABKA4yFS5wYXJsZXkudjEuU3RvcFJlYXNvbhIWCg5hbm5vdW5jZWRfdGV4dBgKIAEoCRIOCgZkZXRhaWwYCyABKAkSKAoEdGltZRgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASHAoUcmVxdWVzdGVyX2NvbnRleHRfaWQYDSABKAkSGQoRdGFyZ2V0X2NvbnRleHRfaWQYDiABKAkiMwoYV2F0Y2hDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSIxChZHZXRDb252ZXJzYXRpb25SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJ+CgxDb252ZXJzYXRpb24SFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEisKBXN0YXRlGAIgASgOMhwucGFybGV5LnYxLkNvbnZlcnNhdGlvblN0YXRlEigKBmV2ZW50cxgDIAMoCzIYLnBhcmxleS52MS5Db252ZXJzZUV2ZW50IjsKEENvbnZlcnNlUmVzcG9uc2USJwoFZXZlbnQYASABKAsyGC5wYXJsZXkudjEuQ29udmVyc2VFdmVudCJEChlXYXRjaENvbnZlcnNhdGlvblJlc3BvbnNlEicKBWV2ZW50GAEgASgLMhgucGFybGV5LnYxLkNvbnZlcnNlRXZlbnQiSAoXR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USLQoMY29udmVyc2F0aW9uGAEgASgLMhcucGFybGV5LnYxLkNvbnZlcnNhdGlvbiJ9ChhMaXN0Q29udmVyc2F0aW9uc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkSKwoFc3RhdGUYAyABKA4yHC5wYXJsZXkudjEuQ29udmVyc2F0aW9uU3RhdGUSDQoFYWdlbnQYBCABKAki9AIKE0NvbnZlcnNhdGlvblN1bW1hcnkSFwoPY29udmVyc2F0aW9uX2lkGAEgASgJEisKBXN0YXRlGAIgASgOMhwucGFybGV5LnYxLkNvbnZlcnNhdGlvblN0YXRlEi8KC2NyZWF0ZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgt1cGRhdGVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFwoPcmVxdWVzdGVyX2FnZW50GAUgASgJEhQKDHRhcmdldF9hZ2VudBgGIAEoCRIcChRyZXF1ZXN0ZXJfY29udGV4dF9pZBgHIAEoCRIZChF0YXJnZXRfY29udGV4dF9pZBgIIAEoCRITCgtldmVudF9jb3VudBgJIAEoAxIqCgtzdG9wX3JlYXNvbhgKIAEoDjIVLnBhcmxleS52MS5TdG9wUmVhc29uEgwKBHRleHQYCyABKAkiawoZTGlzdENvbnZlcnNhdGlvbnNSZXNwb25zZRI1Cg1jb252ZXJzYXRpb25zGAEgAygLMh4ucGFybGV5LnYxLkNvbnZlcnNhdGlvblN1bW1hcnkSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJKoABCgVQaGFzZRIVChFQSEFTRV9VTlNQRUNJRklFRBAAEhIKDlBIQVNFX0FDQ0VQVEVEEAESEwoPUEhBU0VfUk9VTkRfT05FEAISEwoPUEhBU0VfUElOR19QT05HEAMSEgoOUEhBU0VfQU5OT1VOQ0UQBBIOCgpQSEFTRV9ET05FEAUqTQoHU3BlYWtlchIXChNTUEVBS0VSX1VOU1BFQ0lGSUVEEAASFQoRU1BFQUtFUl9SRVFVRVNURVIQARISCg5TUEVBS0VSX1RBUkdFVBACKqgCCgpTdG9wUmVhc29uEhsKF1NUT1BfUkVBU09OX1VOU1BFQ0lGSUVEEAASFwoTU1RPUF9SRUFTT05fU0lMRU5DRRABEhsKF1NUT1BfUkVBU09OX0VNUFRZX1JFUExZEAISHAoYU1RPUF9SRUFTT05fU1RFUF9USU1FT1VUEAMSGgoWU1RPUF9SRUFTT05fVFVSTl9MSU1JVBAEEh0KGVNUT1BfUkVBU09OX0xPT1BfREVURUNURUQQBRIZChVTVE9QX1JFQVNPTl9IT1BfTElNSVQQBhIbChdTVE9QX1JFQVNPTl9TVEVQX0JVREdFVBAHEhwKGFNUT1BfUkVBU09OX0FHRU5UX0ZBSUxFRBAIEhgKFFNUT1BfUkVBU09OX0NBTkNFTEVEEAkqdAoRQ29udmVyc2F0aW9uU3RhdGUSIgoeQ09OVkVSU0FUSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASHgoaQ09OVkVSU0FUSU9OX1NUQVRFX1JVTk5JTkcQARIbChdDT05WRVJTQVRJT05fU1RBVEVfRE9ORRACMvMCCg5TZXNzaW9uU2VydmljZRJFCghDb252ZXJzZRIaLnBhcmxleS52MS5Db252ZXJzZVJlcXVlc3QaGy5wYXJsZXkudjEuQ29udmVyc2VSZXNwb25zZTABEmAKEVdhdGNoQ29udmVyc2F0aW9uEiMucGFybGV5LnYxLldhdGNoQ29udmVyc2F0aW9uUmVxdWVzdBokLnBhcmxleS52MS5XYXRjaENvbnZlcnNhdGlvblJlc3BvbnNlMAESWAoPR2V0Q29udmVyc2F0aW9uEiEucGFybGV5LnYxLkdldENvbnZlcnNhdGlvblJlcXVlc3QaIi5wYXJsZXkudjEuR2V0Q29udmVyc2F0aW9uUmVzcG9uc2USXgoRTGlzdENvbnZlcnNhdGlvbnMSIy5wYXJsZXkudjEuTGlzdENvbnZlcnNhdGlvbnNSZXF1ZXN0GiQucGFybGV5LnYxLkxpc3RDb252ZXJzYXRpb25zUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp]);
 
 /**
  * An agent session: an agent plus one of its threads.
@@ -379,6 +379,170 @@ export const GetConversationResponseSchema: GenMessage<GetConversationResponse> 
   messageDesc(file_parley_v1_session, 8);
 
 /**
+ * Request of ListConversations.
+ *
+ * @generated from message parley.v1.ListConversationsRequest
+ */
+export type ListConversationsRequest = Message<"parley.v1.ListConversationsRequest"> & {
+  /**
+   * 1 to 100; 20 when unset or 0. A larger value is refused with
+   * INVALID_ARGUMENT (never answered with a shorter page): page with
+   * next_page_token.
+   *
+   * @generated from field: int32 page_size = 1;
+   */
+  pageSize: number;
+
+  /**
+   * From a previous response's next_page_token (issued for the same filters).
+   *
+   * @generated from field: string page_token = 2;
+   */
+  pageToken: string;
+
+  /**
+   * Only conversations in this state; UNSPECIFIED: every state.
+   *
+   * @generated from field: parley.v1.ConversationState state = 3;
+   */
+  state: ConversationState;
+
+  /**
+   * Only conversations with this agent on either side: a hosted agent's name,
+   * or a peer as the request named it (configured name or URL). Empty: any.
+   *
+   * @generated from field: string agent = 4;
+   */
+  agent: string;
+};
+
+/**
+ * Describes the message parley.v1.ListConversationsRequest.
+ * Use `create(ListConversationsRequestSchema)` to create a new message.
+ */
+export const ListConversationsRequestSchema: GenMessage<ListConversationsRequest> = /*@__PURE__*/
+  messageDesc(file_parley_v1_session, 9);
+
+/**
+ * One conversation in a listing: its summary, without its steps.
+ *
+ * @generated from message parley.v1.ConversationSummary
+ */
+export type ConversationSummary = Message<"parley.v1.ConversationSummary"> & {
+  /**
+   * The conversation's id (for GetConversation and WatchConversation).
+   *
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * Running or done.
+   *
+   * @generated from field: parley.v1.ConversationState state = 2;
+   */
+  state: ConversationState;
+
+  /**
+   * When it was accepted.
+   *
+   * @generated from field: google.protobuf.Timestamp create_time = 3;
+   */
+  createTime?: Timestamp | undefined;
+
+  /**
+   * When its last step was recorded.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 4;
+   */
+  updateTime?: Timestamp | undefined;
+
+  /**
+   * The requester's agent: a hosted agent's name, or the peer.
+   *
+   * @generated from field: string requester_agent = 5;
+   */
+  requesterAgent: string;
+
+  /**
+   * The target's agent: a hosted agent's name, or the peer.
+   *
+   * @generated from field: string target_agent = 6;
+   */
+  targetAgent: string;
+
+  /**
+   * The requester's thread.
+   *
+   * @generated from field: string requester_context_id = 7;
+   */
+  requesterContextId: string;
+
+  /**
+   * The target's thread.
+   *
+   * @generated from field: string target_context_id = 8;
+   */
+  targetContextId: string;
+
+  /**
+   * How many steps are stored.
+   *
+   * @generated from field: int64 event_count = 9;
+   */
+  eventCount: bigint;
+
+  /**
+   * Why it ended; UNSPECIFIED while it runs.
+   *
+   * @generated from field: parley.v1.StopReason stop_reason = 10;
+   */
+  stopReason: StopReason;
+
+  /**
+   * The request text, cut to at most 200 characters.
+   *
+   * @generated from field: string text = 11;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message parley.v1.ConversationSummary.
+ * Use `create(ConversationSummarySchema)` to create a new message.
+ */
+export const ConversationSummarySchema: GenMessage<ConversationSummary> = /*@__PURE__*/
+  messageDesc(file_parley_v1_session, 10);
+
+/**
+ * Response of ListConversations.
+ *
+ * @generated from message parley.v1.ListConversationsResponse
+ */
+export type ListConversationsResponse = Message<"parley.v1.ListConversationsResponse"> & {
+  /**
+   * The page, newest first.
+   *
+   * @generated from field: repeated parley.v1.ConversationSummary conversations = 1;
+   */
+  conversations: ConversationSummary[];
+
+  /**
+   * Token of the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message parley.v1.ListConversationsResponse.
+ * Use `create(ListConversationsResponseSchema)` to create a new message.
+ */
+export const ListConversationsResponseSchema: GenMessage<ListConversationsResponse> = /*@__PURE__*/
+  messageDesc(file_parley_v1_session, 11);
+
+/**
  * A phase of a conversation.
  *
  * @generated from enum parley.v1.Phase
@@ -621,6 +785,19 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof GetConversationRequestSchema;
     output: typeof GetConversationResponseSchema;
+  },
+  /**
+   * Pages through the caller's tenant's conversations, newest first, with
+   * optional filters on state and agent. Conversations are stored records:
+   * readable on every replica and after restarts until their threads are
+   * deleted (by DeleteThread or retention).
+   *
+   * @generated from rpc parley.v1.SessionService.ListConversations
+   */
+  listConversations: {
+    methodKind: "unary";
+    input: typeof ListConversationsRequestSchema;
+    output: typeof ListConversationsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_parley_v1_session, 0);
