@@ -37,7 +37,20 @@ function grpc(running: Running) {
   running.managers.push(manager);
   const baseUrl = `http://${running.bridge.grpcAddress}`;
   return {
-    a2a: createClient(A2AService, createGrpcTransport({ baseUrl, sessionManager: manager })),
+    // The gRPC interface speaks A2A 1.0 only, and no header means 0.3.
+    a2a: createClient(
+      A2AService,
+      createGrpcTransport({
+        baseUrl,
+        sessionManager: manager,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("a2a-version", "1.0");
+            return next(req);
+          },
+        ],
+      }),
+    ),
     threads: createClient(
       ThreadService,
       createConnectTransport({ baseUrl, httpVersion: "2", sessionManager: manager }),
