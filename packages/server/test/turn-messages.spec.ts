@@ -118,7 +118,9 @@ describe("turn messages", () => {
       mediaType: "application/json",
     });
     const richCopy = partCopy(rich);
-    expectSame(PartSchema, richCopy, rich);
+    // Not a literal of Parley's: protobuf-es's clone(), whose key order is its own (2.17's differs from create()'s).
+    expect(equals(PartSchema, richCopy, rich)).toBe(true);
+    expect(toBinary(PartSchema, richCopy)).toEqual(toBinary(PartSchema, rich));
     (richCopy.metadata!.k as number[]).push(2);
     expect(rich.metadata).toEqual({ k: [1] });
     const named = create(PartSchema, { content: { case: "text", value: "a" }, filename: "a.txt" });

@@ -102,7 +102,7 @@ export function artifactUpdate(
   append: boolean,
   lastChunk: boolean,
 ): TaskArtifactUpdateEvent {
-  return { $typeName: "lf.a2a.v1.TaskArtifactUpdateEvent", taskId, contextId, append, lastChunk, artifact };
+  return { $typeName: "lf.a2a.v1.TaskArtifactUpdateEvent", taskId, contextId, artifact, append, lastChunk };
 }
 
 /** A stream event of `payload` (a message of its case's type). */
