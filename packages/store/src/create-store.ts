@@ -3,7 +3,7 @@ import { fenceLevelStore } from "./level/level-fenced-store.js";
 import { createLevelLeases } from "./level/level-leases.js";
 import { createLevelThreadStore } from "./level/level-thread-store.js";
 import { createPostgresBackend, type PostgresBackend } from "./postgres/pg-backend.js";
-import type { LevelBackend } from "./types.js";
+import type { LevelBackend, StoreHealth } from "./types.js";
 
 export interface CreateStoreOptions {
   /** A postgres:// (or postgresql://) URL selects PostgreSQL; anything else is a LevelDB directory. */
@@ -14,6 +14,8 @@ export interface CreateStoreOptions {
   readonly sync?: boolean;
   /** LevelDB: bytes of writes gathered in memory before they go to disk (LevelThreadStoreOptions.writeBufferBytes). */
   readonly writeBufferBytes?: number;
+  /** LevelDB: hears each change of the store's health with its cause (for the log); see LevelBackend.health. */
+  readonly onHealth?: (health: StoreHealth, detail?: unknown) => void;
   /** PostgreSQL: longest wait for a pooled connection and for one statement (default 5 000 ms). */
   readonly timeoutMs?: number;
   /** PostgreSQL: pool size of this replica. */
@@ -54,6 +56,7 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
     ...(options.now ? { now: options.now } : {}),
     ...(options.sync !== undefined ? { sync: options.sync } : {}),
     ...(options.writeBufferBytes !== undefined ? { writeBufferBytes: options.writeBufferBytes } : {}),
+    ...(options.onHealth ? { onHealth: options.onHealth } : {}),
   });
   const leases = createLevelLeases();
   const events = createLevelEventLog({
@@ -77,6 +80,7 @@ export async function createStore(options: CreateStoreOptions): Promise<LevelBac
     },
     synced: options.sync === true,
     commitStats: () => store.commitStats(),
+    health: () => store.health(),
     close() {
       closing ??= (async () => {
         await Promise.allSettled([events.close(), leases.close()]);

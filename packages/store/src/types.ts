@@ -257,7 +257,8 @@ export type StoreErrorCode =
   | "CORRUPT" // a record failed its own consistency checks
   | "CONFLICT" // an import would merge into another thread's data (see importThread)
   | "FENCED" // a write carried a lease fence that is no longer the live lease of its context
-  | "BUSY"; // a delete met a context whose lease a task holds (or held and never ended)
+  | "BUSY" // a delete met a context whose lease a task holds (or held and never ended)
+  | "UNAVAILABLE"; // the store cannot acknowledge writes now (a disk full, damage found at open); see StoreHealth
 
 export class StoreError extends Error {
   override readonly name = "StoreError";
@@ -506,6 +507,15 @@ export interface CommitStats {
   readonly syncedBatches: number;
 }
 
+/**
+ * Whether the store can serve: `ok`, or the condition (`write-failed`: writes fail and are retried by the store
+ * itself; `damaged`: the open found data lost or damaged, writes stay refused until an operator acts) and a
+ * reason naming it, for readiness and the log.
+ */
+export type StoreHealth =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly condition: "write-failed" | "damaged"; readonly reason: string };
+
 /** The embedded single-process backend: threads, tasks, push configs, in-process leases, durable event logs. */
 export interface LevelBackend {
   readonly kind: "level";
@@ -518,6 +528,8 @@ export interface LevelBackend {
   readonly synced: boolean;
   /** The group commit's counts so far. */
   commitStats(): CommitStats;
+  /** Whether the store accepts writes and was found whole at open (readiness). */
+  health(): StoreHealth;
   close(): Promise<void>;
 }
 

@@ -9,6 +9,7 @@ import {
   type LevelThreadStoreOptions,
   type TaskRecord,
 } from "../src/index.js";
+import { SEAL_TAG } from "../src/level/level-seal.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 
@@ -72,4 +73,23 @@ export async function readsDuring(work: () => Promise<unknown>): Promise<number>
     ClassicLevel.prototype.getSync = original;
   }
   return reads;
+}
+
+/**
+ * Turns a closed store's directory into what a build from before the checksum envelope left: every value without
+ * the envelope (level-seal.ts) and no marker saying that all values are sealed.
+ */
+export async function unsealStore(dir: string): Promise<void> {
+  const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
+  await db.open();
+  try {
+    const ops: ({ type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array })[] = [];
+    for await (const [k, v] of db.iterator()) {
+      if (Buffer.from(k).toString("latin1") === "parley:v1:s:") ops.push({ type: "del", key: k });
+      else if (v.length > 0 && v[0] === SEAL_TAG) ops.push({ type: "put", key: k, value: v.subarray(5) });
+    }
+    await db.batch(ops);
+  } finally {
+    await db.close();
+  }
 }

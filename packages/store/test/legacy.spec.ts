@@ -1,7 +1,7 @@
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
 import { createLevelThreadStore, threadDigest } from "../src/index.js";
-import { manualClock, tempDir, text } from "./helpers.js";
+import { manualClock, tempDir, text, unsealStore } from "./helpers.js";
 
 const enc = (s: string) => new TextEncoder().encode(s);
 const cat = (...parts: Uint8Array[]) => Buffer.concat(parts);
@@ -76,7 +76,8 @@ describe("legacy and foreign keys", () => {
       await store.append(key, { messageId: "a", provenance: "user", payload: text("a") });
       await store.close();
     }
-    // What an older build wrote: version 1, no listedAt between lastSequence and the ids.
+    // What an older build wrote: version 1, no listedAt between lastSequence and the ids, no checksum envelope.
+    await unsealStore(dir);
     const raw = new Level<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
     await raw.open();
     const v2 = (await raw.get(metaKey))!;

@@ -3,6 +3,7 @@ import { Level } from "level";
 import { afterEach, describe, expect, it } from "vitest";
 import { encodeUtf8 } from "../src/core/bytes.js";
 import { createBatchWriter } from "../src/level/level-batch-writer.js";
+import { createLevelHealth } from "../src/level/level-health.js";
 import type { BatchOp, Db } from "../src/level/level-keys.js";
 import { tempDir } from "./helpers.js";
 
@@ -33,7 +34,7 @@ const read = async (d: Db, k: string) => {
 describe("LevelDB group commit (createBatchWriter)", () => {
   it("merges the writes that arrive during a batch into the next one, puts and deletes alike", async () => {
     const d = await openDb();
-    const write = createBatchWriter(d, false);
+    const write = createBatchWriter(d, false, createLevelHealth());
     await write([put("gone", "x")]);
     // The first starts a batch at once; the next three wait for it and go together.
     await Promise.all([
@@ -43,6 +44,7 @@ describe("LevelDB group commit (createBatchWriter)", () => {
       write([put("a", "4")]),
     ]);
     expect(write.stats()).toEqual({ writes: 5, batches: 3, syncedBatches: 0 });
+    expect(write.commits).toBe(3);
     expect(await read(d, "a")).toBe("4");
     expect(await read(d, "b")).toBe("2");
     expect(await read(d, "c")).toBe("3");
@@ -51,7 +53,7 @@ describe("LevelDB group commit (createBatchWriter)", () => {
 
   it("counts synced batches when it writes with sync", async () => {
     const d = await openDb();
-    const write = createBatchWriter(d, true);
+    const write = createBatchWriter(d, true, createLevelHealth());
     await Promise.all([write([put("a", "1")]), write([put("b", "2")])]);
     expect(write.stats()).toEqual({ writes: 2, batches: 2, syncedBatches: 2 });
     expect(await read(d, "b")).toBe("2");
@@ -59,7 +61,7 @@ describe("LevelDB group commit (createBatchWriter)", () => {
 
   it("fails every caller of a group with an invalid op, writes none of that group, and goes on", async () => {
     const d = await openDb();
-    const write = createBatchWriter(d, false);
+    const write = createBatchWriter(d, false, createLevelHealth());
     const first = write([put("first", "1")]);
     const bad: BatchOp = { type: "put", key: bytes("bad"), value: undefined as unknown as Uint8Array };
     const grouped = [write([put("before", "2")]), write([bad]), write([put("after", "3")])];

@@ -1,7 +1,7 @@
 import { ClassicLevel } from "classic-level";
 import { describe, expect, it } from "vitest";
 import { createStore, type StoreBackend, type TaskEvent, type ThreadKey } from "../src/index.js";
-import { manualClock, readsDuring, tempDir, text } from "./helpers.js";
+import { manualClock, readsDuring, tempDir, text, unsealStore } from "./helpers.js";
 
 // The LevelDB backend's task event log is durable: what the contract suite checks in one process must also
 // hold across a reopen of the directory, and the retention sweep drops only logs that ended long enough ago.
@@ -107,6 +107,7 @@ describe("LevelDB task event log", () => {
     await first.close();
 
     // Rewrite both heads the way the previous version wrote them: [1, lastSeq u64, ended u64], no runStart.
+    await unsealStore(dir);
     const db = new ClassicLevel<Uint8Array, Uint8Array>(dir, { keyEncoding: "view", valueEncoding: "view" });
     let rewritten = 0;
     for await (const [k, v] of db.iterator()) {

@@ -1,11 +1,15 @@
+import { u64 } from "../core/bytes.js";
 import type { CommitStats } from "../types.js";
-import type { BatchOp, Db } from "./level-keys.js";
+import type { LevelHealth } from "./level-health.js";
+import { type BatchOp, COMMIT_KEY, type Db } from "./level-keys.js";
 
 export interface BatchWriter {
   /** Writes the operations atomically, in the next group commit; settles once that batch is written (and synced). */
   (ops: BatchOp[]): Promise<void>;
   /** The counts so far (a copy). */
   stats(): CommitStats;
+  /** The commit counter the last written batch stored (see COMMIT_KEY); set from the store when it opens. */
+  commits: number;
 }
 
 /**
@@ -18,8 +22,12 @@ export interface BatchWriter {
  * the synced batch that holds its operations has returned.
  * Appends to one thread never meet in a merged batch: they are serialised
  * by the thread's lock, and a caller's promise settles only after its batch.
+ * Every write of the store goes through here, one batch at a time: after a failed batch the handle may have lost
+ * its place in its log (LevelDB then writes later records where a reopen cannot read them), so the health turns
+ * unwritable and every later write is refused without reaching the handle until the store reopens it.
+ * Each batch also stores the commit counter, which the open check compares with the count at the last close.
  */
-export function createBatchWriter(db: Db, sync: boolean): BatchWriter {
+export function createBatchWriter(db: Db, sync: boolean, health: LevelHealth): BatchWriter {
   let queued: { ops: BatchOp[]; resolve: () => void; reject: (error: unknown) => void }[] = [];
   let writing = false;
   let writes = 0;
@@ -31,26 +39,47 @@ export function createBatchWriter(db: Db, sync: boolean): BatchWriter {
     while (queued.length > 0) {
       const group = queued;
       queued = [];
-      const ops = group.length === 1 ? group[0]!.ops : group.flatMap((g) => g.ops);
+      if (!health.writable) {
+        const refusal = health.refusal();
+        for (const g of group) g.reject(refusal);
+        continue;
+      }
+      const ops = group.length === 1 ? group[0]!.ops.slice() : group.flatMap((g) => g.ops);
+      ops.push({ type: "put", key: COMMIT_KEY, value: u64(write.commits + 1) });
       try {
         // No options object unless fsync is wanted: abstract-level copies the options into every
         // operation, which made each op of an unsynced batch about three times as expensive (measured).
         await (sync ? db.batch(ops, { sync: true }) : db.batch(ops));
         batches++;
+        write.commits++;
         if (sync) syncedBatches++;
         for (const g of group) g.resolve();
       } catch (error) {
-        for (const g of group) g.reject(error);
+        const failure = refusedBeforeTheHandle(error) ? error : health.writeFailed(error);
+        for (const g of group) g.reject(failure);
       }
     }
     writing = false;
   }
 
-  const write = (ops: BatchOp[]) =>
-    new Promise<void>((resolve, reject) => {
-      writes++;
-      queued.push({ ops, resolve, reject });
-      if (!writing) void flush();
-    });
-  return Object.assign(write, { stats: (): CommitStats => ({ writes, batches, syncedBatches }) });
+  const write = Object.assign(
+    (ops: BatchOp[]) =>
+      new Promise<void>((resolve, reject) => {
+        if (!health.writable) {
+          reject(health.refusal());
+          return;
+        }
+        writes++;
+        queued.push({ ops, resolve, reject });
+        if (!writing) void flush();
+      }),
+    { stats: (): CommitStats => ({ writes, batches, syncedBatches }), commits: 0 },
+  );
+  return write;
+}
+
+/** abstract-level's own refusal of an operation (an invalid key or value): nothing reached LevelDB's log. */
+function refusedBeforeTheHandle(error: unknown): boolean {
+  const code = (error as { code?: unknown })?.code;
+  return typeof code === "string" && (code.startsWith("LEVEL_INVALID_") || code === "LEVEL_ENCODING_NOT_SUPPORTED");
 }

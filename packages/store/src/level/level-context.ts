@@ -6,7 +6,8 @@ import { RecentMap } from "../core/recent-map.js";
 import { StoreError } from "../types.js";
 import { createKeyedMutex } from "./keyed-mutex.js";
 import { type BatchWriter, createBatchWriter } from "./level-batch-writer.js";
-import { type Db, key, prefixEnd, T_META } from "./level-keys.js";
+import type { LevelHealth } from "./level-health.js";
+import { type Db, key, PURGE_CHUNK, prefixEnd, T_META } from "./level-keys.js";
 import { decodeMeta, decodeOrCorrupt, type LevelMeta } from "./level-records.js";
 import { RecentTails } from "./recent-tails.js";
 
@@ -31,6 +32,8 @@ const TAIL_CACHE_BYTES = 16 * 1024 * 1024;
 export interface LevelContext {
   readonly db: Db;
   readonly sync: boolean;
+  /** Whether writes may reach the handle (level-health.ts); the batch writer keeps it. */
+  readonly health: LevelHealth;
   readonly now: () => number;
   /**
    * Serialises the operations on one thread or task (keyed by its digest's hex: the two digests' tags keep them
@@ -45,15 +48,15 @@ export interface LevelContext {
    * database's only owner (the LevelDB lock), and entries change only under
    * the task's lock, after their batch is written.
    */
-  readonly taskPositions: RecentMap<string, TaskIndexPosition>;
+  taskPositions: RecentMap<string, TaskIndexPosition>;
   /**
    * Meta records of recently written or read threads, for the same reason:
    * an append then needs at most the message-id read, and a history read
    * none. Every path that changes a meta record updates or drops its entry.
    */
-  readonly metas: RecentMap<string, LevelMeta>;
+  metas: RecentMap<string, LevelMeta>;
   /** The newest messages of recently used threads; same soundness argument as the metas. */
-  readonly tails: RecentTails;
+  tails: RecentTails;
   /**
    * The digests of every thread the store holds (and of some it no longer
    * does), once `scanThreads` has read the stored ones: a new conversation's
@@ -66,18 +69,38 @@ export interface LevelContext {
   readonly threads: DigestFilter;
 }
 
-export function createLevelContext(db: Db, sync: boolean, now: () => number): LevelContext {
+export function createLevelContext(db: Db, sync: boolean, now: () => number, health: LevelHealth): LevelContext {
   return {
     db,
     sync,
     now,
+    health,
     locks: createKeyedMutex(),
-    write: createBatchWriter(db, sync),
+    write: createBatchWriter(db, sync, health),
     taskPositions: new RecentMap(TASK_POSITION_CACHE_SIZE),
     metas: new RecentMap(META_CACHE_SIZE),
     tails: new RecentTails(TAIL_CACHE_MESSAGES, TAIL_CACHE_BYTES),
     threads: new DigestFilter(),
   };
+}
+
+/**
+ * Forgets the cached metas, tails and task positions: after the handle was reopened, since a batch that failed
+ * may still have reached the log and be on disk now. (The thread filter may hold more than the store: it stays.)
+ */
+export function forgetCaches(ctx: LevelContext): void {
+  ctx.taskPositions = new RecentMap(TASK_POSITION_CACHE_SIZE);
+  ctx.metas = new RecentMap(META_CACHE_SIZE);
+  ctx.tails = new RecentTails(TAIL_CACHE_MESSAGES, TAIL_CACHE_BYTES);
+}
+
+/** Deletes every key in [gte, lt) through the group commit, PURGE_CHUNK keys per batch (never around it). */
+export async function clearRange(ctx: LevelContext, gte: Uint8Array, lt: Uint8Array): Promise<void> {
+  for (;;) {
+    const keys = await ctx.db.keys({ gte, lt, limit: PURGE_CHUNK }).all();
+    if (keys.length === 0) return;
+    await ctx.write(keys.map((k) => ({ type: "del" as const, key: k })));
+  }
 }
 
 /** Reads the stored threads into `ctx.threads` and marks it complete; stops early (incomplete) once `stop()`. */

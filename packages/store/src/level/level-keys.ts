@@ -26,6 +26,11 @@
  *   parley:v1:o: H(tenant) inv(created) sk   listConversations index, newest first
  *   parley:v1:w: th sk                    the conversations of a thread (deleted with it)
  *   parley:v1:z: sk                       conversations recorded as running (recovery)
+ *   parley:v1:n:                          the commit counter: batches written since the store was created (u64)
+ *   parley:v1:a:                          present when every value of the store is sealed (level-seal.ts)
+ *
+ * Every value is stored in the checksum envelope of level-seal.ts (records written before it existed are read
+ * as they are, unless the store says all its values are sealed).
  *
  * with th = H("parley.thread.v1", tenant, contextId) and
  *      tk = H("parley.task.v1", tenant, taskId) and
@@ -51,6 +56,9 @@ import type { Level } from "level";
 import { ByteWriter, concatBytes, encodeUtf8, u64 } from "../core/bytes.js";
 import { MAX_TIME } from "../core/checks.js";
 
+/** The prefix of every key of this layout. */
+export const KEYSPACE = encodeUtf8("parley:v1:");
+
 function table(name: string): Uint8Array {
   return encodeUtf8(`parley:v1:${name}:`);
 }
@@ -74,6 +82,8 @@ export const T_CONVERSATION_EVENT = table("v");
 export const T_CONVERSATIONS_BY_TENANT = table("o");
 export const T_CONVERSATIONS_BY_THREAD = table("w");
 export const T_CONVERSATIONS_RUNNING = table("z");
+export const COMMIT_KEY = table("n");
+export const SEALED_KEY = table("a");
 
 export const SEQ_BYTES = 8;
 /** How many keys one range delete or multi-get handles at a time. */

@@ -13,7 +13,9 @@ const configKey = (tenant: string, taskId: string, configId: string) =>
 
 export async function putPushConfig(ctx: LevelContext, config: PushConfigRecord): Promise<void> {
   checkPushConfig(config);
-  await ctx.db.put(configKey(config.tenant, config.taskId, config.configId), encodePush(config), { sync: ctx.sync });
+  await ctx.write([
+    { type: "put", key: configKey(config.tenant, config.taskId, config.configId), value: encodePush(config) },
+  ]);
 }
 
 async function readPush(ctx: LevelContext, k: Uint8Array, tenant: string, taskId: string, configId: string) {
@@ -71,7 +73,7 @@ export async function deletePushConfig(
   const k = configKey(tenant, taskId, configId);
   return ctx.locks.run(`p:${toHex(k)}`, async () => {
     if (!(await readPush(ctx, k, tenant, taskId, configId))) return false;
-    await ctx.db.del(k, { sync: ctx.sync });
+    await ctx.write([{ type: "del", key: k }]);
     return true;
   });
 }

@@ -25,7 +25,7 @@ import {
   type ThreadKey,
   type ThreadMeta,
 } from "../types.js";
-import { type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
+import { clearRange, type LevelContext, readMeta, remember, threadLock } from "./level-context.js";
 import { purgeThreadConversations } from "./level-conversations.js";
 import {
   type BatchOp,
@@ -111,11 +111,11 @@ async function purgeTasks(ctx: LevelContext, th: Uint8Array, tenant: string, hoo
  */
 export async function finish(ctx: LevelContext, th: Uint8Array, tenant: string, hooks: LevelRetentionHooks) {
   for (const prefix of [key(T_MESSAGE, th), key(T_MESSAGE_ID, th)]) {
-    await ctx.db.clear({ gte: prefix, lt: prefixEnd(prefix) });
+    await clearRange(ctx, prefix, prefixEnd(prefix));
   }
   const tasks = await purgeTasks(ctx, th, tenant, hooks);
   const conversations = await purgeThreadConversations(ctx, th);
-  await ctx.db.del(key(T_RETENTION, th), { sync: ctx.sync });
+  await ctx.write([{ type: "del", key: key(T_RETENTION, th) }]);
   return { tasks, conversations };
 }
 

@@ -9,7 +9,7 @@ import { lengthPrefixedUtf8, u64 } from "../core/bytes.js";
 import { checkTime } from "../core/checks.js";
 import { HASH_BYTES, tenantHash } from "../core/digests.js";
 import type { DeleteThreadOptions, DeleteThreadResult, ThreadKey } from "../types.js";
-import { type LevelContext, remember, threadLock } from "./level-context.js";
+import { clearRange, type LevelContext, remember, threadLock } from "./level-context.js";
 import {
   EMPTY,
   inv,
@@ -53,9 +53,9 @@ async function deleteLocked(
 
 async function purge(ctx: LevelContext, th: Uint8Array): Promise<void> {
   for (const prefix of [key(T_MESSAGE, th), key(T_MESSAGE_ID, th)]) {
-    await ctx.db.clear({ gte: prefix, lt: prefixEnd(prefix) });
+    await clearRange(ctx, prefix, prefixEnd(prefix));
   }
-  await ctx.db.del(key(T_PURGE, th), { sync: ctx.sync });
+  await ctx.write([{ type: "del", key: key(T_PURGE, th) }]);
 }
 
 /** Finishes the purges a crash interrupted; run on open, before the store is used. */
@@ -93,7 +93,7 @@ export async function sweepThreads(ctx: LevelContext, olderThanMs: number): Prom
         const raw = await ctx.db.get(mk);
         if (raw === undefined) {
           // A stray index entry (no thread behind it) would otherwise be found by every sweep.
-          await ctx.db.del(k);
+          await ctx.write([{ type: "del", key: k }]);
           return false;
         }
         const meta = decodeOrCorrupt("thread meta", mk, () => decodeMeta(raw));

@@ -1,8 +1,11 @@
 // The LevelDB backend of ThreadStore: opens the directory (one owning process) and runs each job's module under
 // close() tracking. The key layout is described in level-keys.ts.
+import { readdir, stat, statfs } from "node:fs/promises";
+import { join } from "node:path";
 import { Level } from "level";
 import type { ConversationStore } from "../conversation-types.js";
 import { bindJobs } from "../core/bind-jobs.js";
+import { u64 } from "../core/bytes.js";
 import { taskHash } from "../core/digests.js";
 import {
   type AppendInput,
@@ -13,18 +16,33 @@ import {
   type RetentionQuery,
   type RetentionResult,
   StoreError,
+  type StoreHealth,
   type TaskRecord,
   type ThreadKey,
   type ThreadMeta,
   type ThreadStore,
 } from "../types.js";
-import { createLevelContext, type LevelContext, pointRead, scanThreads } from "./level-context.js";
+import { createLevelContext, forgetCaches, type LevelContext, pointRead, scanThreads } from "./level-context.js";
 import { conversationJobs } from "./level-conversations.js";
-import type { Db } from "./level-keys.js";
+import { createLevelHealth } from "./level-health.js";
+import { COMMIT_KEY, type Db, KEYSPACE, prefixEnd, SEALED_KEY } from "./level-keys.js";
 import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
+import {
+  checkValues,
+  DAMAGE_FILE,
+  droppedAtOpen,
+  openFailure,
+  readCloseRecord,
+  readDamageFile,
+  removeCloseRecord,
+  storedCommits,
+  writeCloseRecord,
+  writeDamageFile,
+} from "./level-open-check.js";
 import { pushConfigJobs } from "./level-push-configs.js";
 import { createReadGate, poolSize } from "./level-read-gate.js";
 import { finishPendingRetention, type LevelRetentionHooks, purgeIdleThreads } from "./level-retention.js";
+import { type SealMode, sealEncoding, unwrapDecodeError } from "./level-seal.js";
 import { taskJobs } from "./level-tasks.js";
 import { finishPendingPurges, threadDeletes } from "./level-thread-deletes.js";
 import { importThread } from "./level-thread-import.js";
@@ -50,6 +68,11 @@ export interface LevelThreadStoreOptions {
    * written out while the next fills).
    */
   readonly writeBufferBytes?: number;
+  /**
+   * Hears each change of the store's health (a write failed, writes resumed, damage found) with what caused it,
+   * for the log; the store recovers from write failures by itself (see `health()`).
+   */
+  readonly onHealth?: (health: StoreHealth, detail?: unknown) => void;
 }
 
 export const MIN_WRITE_BUFFER_BYTES = 1024 * 1024;
@@ -93,6 +116,10 @@ export interface LevelThreadStore extends ThreadStore, ConversationStore {
   purgeIdleThreads(query: RetentionQuery, hooks?: LevelRetentionHooks): Promise<RetentionResult>;
   /** Writes, batches and synced batches of the group commit so far (shows how many writes share an fsync). */
   commitStats(): CommitStats;
+  /** Whether writes are acknowledged and the store was found whole (see StoreHealth). */
+  health(): StoreHealth;
+  /** Settles once the background check of every value and thread (started when the store opens) has run. */
+  checked(): Promise<readonly string[]>;
   /**
    * Settles once the stored threads are read into the store's thread filter (started when it opens): true
    * when the filter then holds them all, false when the scan stopped (the store closed, or a read failed).
@@ -111,9 +138,10 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
   }
   const writeBufferSize = writeBufferBytesOf(options);
   const claim = await claimPath(options.path);
+  const mode: SealMode = { strict: false };
   const db: Db = new Level<Uint8Array, Uint8Array>(claim.realPath, {
     keyEncoding: "view",
-    valueEncoding: "view",
+    valueEncoding: sealEncoding(mode),
     writeBufferSize,
   });
   try {
@@ -124,13 +152,18 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
     if (err.code === "LEVEL_LOCKED" || err.cause?.code === "LEVEL_LOCKED") {
       throw new StoreError("LOCKED", `the database at ${claim.realPath} is locked by another process`, { cause });
     }
-    throw cause;
+    throw openFailure(claim.realPath, cause);
   }
-  const ctx = createLevelContext(db, options.sync === true, options.now ?? Date.now);
-  const store = levelThreadStore(ctx, claim);
+  const health = createLevelHealth();
+  if (options.onHealth) health.onChange = options.onHealth;
+  const ctx = createLevelContext(db, options.sync === true, options.now ?? Date.now, health);
+  const store = levelThreadStore(ctx, claim, mode);
   try {
-    await finishPendingPurges(ctx);
-    await finishPendingRetention(ctx);
+    await checkOpen(ctx, claim.realPath, mode);
+    if (health.writable) {
+      await finishPendingPurges(ctx);
+      await finishPendingRetention(ctx);
+    }
   } catch (cause) {
     await store.close();
     throw cause;
@@ -138,21 +171,162 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
   return store;
 }
 
-function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string; release(): void }): LevelThreadStore {
+/**
+ * The checks of an open that LevelDB does not make: the log records it dropped while recovering (only a line in
+ * its LOG file says so), and batches missing since the last clean close (a log cut or zeroed after it, which
+ * LevelDB reads as a shorter log without a word). A finding is kept in DAMAGE_FILE, and while that file exists
+ * the store is unhealthy and refuses writes: the operator restores from an export, or removes the file.
+ */
+async function checkOpen(ctx: LevelContext, path: string, mode: SealMode): Promise<void> {
+  const dropped = await droppedAtOpen(path);
+  ctx.write.commits = storedCommits(ctx);
+  const closed = await readCloseRecord(path);
+  const findings: string[] = [];
+  if (dropped.length > 0) {
+    findings.push(`LevelDB dropped damaged records of its write-ahead log while opening: ${dropped.join(" | ")}`);
+  }
+  if (closed !== undefined && ctx.write.commits < closed) {
+    findings.push(
+      `${closed - ctx.write.commits} of the ${closed} write batches the store held at its last clean close are ` +
+        "missing: its write-ahead log was cut or damaged after that close",
+    );
+  }
+  if (findings.length > 0) await writeDamageFile(path, findings.join("; "));
+  await removeCloseRecord(path);
+  mode.strict = ctx.db.getSync(SEALED_KEY) !== undefined;
+  const damage = await readDamageFile(path);
+  if (damage !== undefined) {
+    ctx.health.damaged(`${damage.split("\n").join("; ")} (${join(path, DAMAGE_FILE)})`);
+    return;
+  }
+  if (!mode.strict) {
+    // A new store: every value it will hold is sealed, so a value without the envelope is damage.
+    const [any] = await ctx.db.keys({ gte: KEYSPACE, lt: prefixEnd(KEYSPACE), limit: 1 }).all();
+    if (any === undefined) {
+      await ctx.write([{ type: "put", key: SEALED_KEY, value: new Uint8Array([1]) }]);
+      mode.strict = true;
+    }
+  }
+}
+
+/** The first wait before reopening the handle after a failed write, and the longest (it doubles up to there). */
+const RECOVER_FIRST_MS = 250;
+const RECOVER_MAX_MS = 5_000;
+/** Free bytes a reopen needs beyond the write-ahead logs it turns into a table. */
+const REOPEN_SPARE_BYTES = 1024 * 1024;
+
+/** Whether the file system has room for a reopen: LevelDB writes the logs' contents into a table when it opens. */
+async function roomToReopen(path: string): Promise<boolean> {
+  try {
+    let logs = 0;
+    for (const name of await readdir(path)) {
+      if (name.endsWith(".log")) logs += (await stat(join(path, name))).size;
+    }
+    const fs = await statfs(path);
+    return fs.bavail * fs.bsize >= logs + REOPEN_SPARE_BYTES;
+  } catch {
+    return true;
+  }
+}
+
+function levelThreadStore(
+  ctx: LevelContext,
+  claim: { readonly realPath: string; release(): void },
+  mode: SealMode,
+): LevelThreadStore {
   const inFlight = new Set<Promise<unknown>>();
   const rangeGate = createReadGate(poolSize());
   let closing: Promise<void> | undefined;
+  /** Set while the handle is being reopened: new operations wait for it. */
+  let reopening: Promise<void> | undefined;
+  let recoverTimer: NodeJS.Timeout | undefined;
+  let recoverDelay = RECOVER_FIRST_MS;
+
+  /** A handle error as callers see it: a failed checksum as CORRUPT, a handle closed by a failed reopen as UNAVAILABLE. */
+  const storeErrorOf = (error: unknown): unknown => {
+    const unwrapped = unwrapDecodeError(error);
+    if (unwrapped !== error) {
+      reportDamage(`a read found ${(unwrapped as Error).message}`);
+      return unwrapped;
+    }
+    if ((error as { code?: string })?.code === "LEVEL_DATABASE_NOT_OPEN" && !closing) return ctx.health.refusal();
+    return error;
+  };
+  const rethrow = (error: unknown): never => {
+    throw storeErrorOf(error);
+  };
 
   /** Tracks the operation so close() can wait for it; refuses new work once closing. */
   function op<T>(name: string, work: () => Promise<T>): Promise<T> {
     if (closing) {
       return Promise.reject(new StoreError("CLOSED", `${name} called after the store at ${claim.realPath} was closed`));
     }
-    const p = work();
+    if (reopening) return reopening.then(() => op(name, work));
+    const p = work().catch(rethrow);
     inFlight.add(p);
     const forget = () => inFlight.delete(p);
     p.then(forget, forget);
     return p;
+  }
+
+  let damageReported = false;
+  /** Damage found after the open: kept in DAMAGE_FILE and in the health, once per process. */
+  function reportDamage(report: string): void {
+    if (damageReported) return;
+    damageReported = true;
+    ctx.health.damaged(report);
+    writeDamageFile(claim.realPath, report).catch((error: unknown) =>
+      ctx.health.onChange?.(ctx.health.current(), error),
+    );
+  }
+
+  // A failed write leaves the handle unwritable; reopen it once the file system has room again, then probe.
+  const onHealth = ctx.health.onChange;
+  ctx.health.onChange = (health, detail) => {
+    onHealth?.(health, detail);
+    if (!health.ok && health.condition === "write-failed") scheduleRecovery();
+  };
+  function scheduleRecovery(): void {
+    if (recoverTimer || closing) return;
+    recoverTimer = setTimeout(() => {
+      recoverTimer = undefined;
+      void recover();
+    }, recoverDelay);
+    recoverTimer.unref();
+    recoverDelay = Math.min(recoverDelay * 2, RECOVER_MAX_MS);
+  }
+  async function recover(): Promise<void> {
+    if (closing || ctx.health.writable) return;
+    if (!(await roomToReopen(claim.realPath))) return scheduleRecovery();
+    let release!: () => void;
+    reopening = new Promise<void>((resolve) => (release = resolve));
+    let resumed = false;
+    try {
+      await Promise.allSettled([...inFlight]);
+      if (closing) return;
+      // LevelDB replays the log into a table when it opens: what the failed write left at its end is dropped there.
+      await ctx.db.close();
+      await ctx.db.open();
+      forgetCaches(ctx);
+      const dropped = await droppedAtOpen(claim.realPath);
+      const commits = storedCommits(ctx);
+      await ctx.db.batch([{ type: "put", key: COMMIT_KEY, value: u64(commits + 1) }], { sync: true });
+      ctx.write.commits = commits + 1;
+      resumed = true;
+      recoverDelay = RECOVER_FIRST_MS;
+      ctx.health.writesResumed();
+      if (dropped.length > 0) {
+        onHealth?.(ctx.health.current(), {
+          message: `reopening dropped what the failed write left in LevelDB's log: ${dropped.join(" | ")}`,
+        });
+      }
+    } catch (error) {
+      onHealth?.(ctx.health.current(), error);
+    } finally {
+      reopening = undefined;
+      release();
+      if (!resumed) scheduleRecovery();
+    }
   }
 
   const jobs = {
@@ -178,7 +352,12 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
       ),
     get: (k) => {
       if (closing) throw new StoreError("CLOSED", `read called after the store at ${claim.realPath} was closed`);
-      return pointRead(ctx, k);
+      if (reopening) throw ctx.health.refusal();
+      try {
+        return pointRead(ctx, k);
+      } catch (error) {
+        throw storeErrorOf(error);
+      }
     },
     taskDigest: taskHash,
   };
@@ -188,21 +367,37 @@ function levelThreadStore(ctx: LevelContext, claim: { readonly realPath: string;
     () => ctx.threads.completed,
     () => false,
   );
+  // Every value's checksum and every thread's count and sequence, read once in the background after the open.
+  const checked = op("checkValues", () => checkValues(ctx, mode, () => closing !== undefined)).then(
+    (found) => {
+      if (found.length > 0 && !closing) reportDamage(`the check after opening found: ${found.join("; ")}`);
+      return found as readonly string[];
+    },
+    (error: unknown) => {
+      if (!closing) reportDamage(`the check after opening could not read the store: ${(error as Error).message}`);
+      return [String(error)] as readonly string[];
+    },
+  );
   return {
-    ...bindJobs<Omit<LevelThreadStore, "close" | "keyspace" | "commitStats" | "threadsScanned">, LevelContext>(
-      ctx,
-      jobs,
-      op,
-    ),
+    ...bindJobs<
+      Omit<LevelThreadStore, "close" | "keyspace" | "commitStats" | "threadsScanned" | "health" | "checked">,
+      LevelContext
+    >(ctx, jobs, op),
     threadsScanned: () => scanned,
+    checked: () => checked,
+    health: () => ctx.health.current(),
     keyspace: () => keyspace,
     commitStats: () => ctx.write.stats(),
     close() {
       closing ??= (async () => {
         // Let accepted operations finish (and their batches land) before the handle goes away.
+        if (recoverTimer) clearTimeout(recoverTimer);
+        await reopening;
         await Promise.allSettled([...inFlight]);
         try {
           await ctx.db.close();
+          // The count the next open compares with: batches missing then were lost after this close.
+          await writeCloseRecord(claim.realPath, ctx.write.commits).catch(() => undefined);
         } finally {
           claim.release();
         }
