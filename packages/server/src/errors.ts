@@ -169,6 +169,8 @@ export function storeFailure(error: unknown): ConnectError {
         return new ConnectError(error.message, Code.InvalidArgument);
       case "CLOSED":
         return new ConnectError(`storage is closed: ${error.message}`, Code.Unavailable);
+      case "UNAVAILABLE":
+        return new ConnectError(error.message, Code.Unavailable);
       case "CONFLICT":
         return new ConnectError(error.message, Code.FailedPrecondition);
       default:

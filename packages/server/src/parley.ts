@@ -124,6 +124,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const observability = createObservability(logger, { ...config.operations, ...options.operations });
   const { metrics } = observability;
   // A postgres:// storeUrl makes this process one of N replicas sharing that database; else LevelDB in dataDir.
+  let healthRef: HealthMonitor | undefined;
   const backend = await createStore({
     url: config.storeUrl !== "" ? config.storeUrl : config.dataDir,
     sync: config.durability === "synced",
@@ -135,6 +136,15 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
         { err: { message: err.message, code: (err as { code?: string }).code } },
         "PostgreSQL connection trouble; reconnecting",
       ),
+    // LevelDB: a failed write, writes resuming and damage found are operator news; readiness follows at once.
+    onHealth: (storeHealth, detail) => {
+      const cause = detail === undefined ? undefined : { message: (detail as Error).message ?? String(detail) };
+      if (storeHealth.ok) logger.info({ err: cause }, "the store writes again");
+      else if (storeHealth.condition === "damaged") {
+        logger.error({ err: cause, reason: storeHealth.reason }, `the store is damaged: ${storeHealth.reason}`);
+      } else logger.error({ err: cause, reason: storeHealth.reason }, `the store cannot write: ${storeHealth.reason}`);
+      void healthRef?.readiness();
+    },
     // One clock for stored times and retention, so a test that moves it sees threads age.
     ...(options.now ? { now: options.now } : {}),
   });
@@ -261,6 +271,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)]),
   ];
   const health = createHealthMonitor({ probe: readinessProbe(rawStore, backend) });
+  healthRef = health;
   // One instance for every router (listener and in-process), so they share the conversations.
   const sessionService = createSessionServiceImpl({
     engine,
@@ -434,11 +445,13 @@ function streamingRequestPaths(routes: (router: ConnectRouter) => void): Set<str
 function readinessProbe(store: ThreadStore, backend: StoreBackend) {
   return async (): Promise<Record<string, string>> => {
     const checks: Record<string, string> = {};
+    // LevelDB: writes failing or damage found make the store not ready even while its reads answer.
+    const storeHealth = backend.kind === "level" ? backend.health() : undefined;
     // createStore's PostgreSQL backend is a PostgresBackend: its pool is what readiness checks.
     const pool = backend.kind === "postgres" && "pool" in backend ? (backend as PostgresBackend).pool : undefined;
     await Promise.all([
       store.getThread({ tenant: "parley-readiness", contextId: "probe" }).then(
-        () => (checks.store = "ok"),
+        () => (checks.store = storeHealth === undefined || storeHealth.ok ? "ok" : storeHealth.reason),
         (error: unknown) => (checks.store = `the store failed a read: ${(error as Error).message}`),
       ),
       pool

@@ -12,25 +12,44 @@ import { type SealMode, unsealValue } from "./level-seal.js";
 
 /** Written at each clean close: how many batches the store held then. Removed when the store opens again. */
 export const CLOSE_FILE = "PARLEY-CLOSED";
-/** Written when the store is found damaged; while it exists the store starts refusing writes. */
+/** Written when the store is found damaged; while it exists the store refuses to open (damagedStore). */
 export const DAMAGE_FILE = "PARLEY-DAMAGE";
 
 /**
  * The error of a failed open, naming LevelDB's own reason (abstract-level keeps it in `cause`: "Corruption: 1
- * missing files; e.g. .../000017.ldb", a damaged MANIFEST's checksum) and what the operator does next.
+ * missing files; e.g. .../000017.ldb") and, when that names no file, the MANIFEST that CURRENT points to (what
+ * LevelDB reads while opening: its "checksum mismatch" says nothing of where), and what the operator does next.
  */
-export function openFailure(path: string, error: unknown): StoreError {
+export async function openFailure(path: string, error: unknown): Promise<StoreError> {
   const causes: string[] = [];
   for (let e = error as { message?: string; cause?: unknown } | undefined; e && causes.length < 4; ) {
     if (typeof e.message === "string" && e.message !== "" && !causes.includes(e.message)) causes.push(e.message);
     e = e.cause as typeof e;
   }
-  const reason = causes.length > 1 ? causes.slice(1).join(": ") : (causes[0] ?? String(error));
+  let reason = causes.length > 1 ? causes.slice(1).join(": ") : (causes[0] ?? String(error));
+  if (!reason.includes("/")) {
+    const manifest = await readFile(join(path, "CURRENT"), "utf8").then(
+      (name) => name.trim(),
+      () => undefined,
+    );
+    if (manifest) reason = `${reason} (reading ${join(path, manifest)}, the MANIFEST that CURRENT names)`;
+  }
   return new StoreError(
     "CORRUPT",
     `the LevelDB store at ${path} cannot be opened: ${reason}. Nothing was changed; restore the store from an ` +
       'export into an empty data directory (see the operations guide, "Store faults")',
     { cause: error },
+  );
+}
+
+/** The error of an open that found damage: what DAMAGE_FILE says, and the operator's two ways on. */
+export function damagedStore(path: string, report: string): StoreError {
+  const file = join(path, DAMAGE_FILE);
+  return new StoreError(
+    "CORRUPT",
+    `the LevelDB store at ${path} was found damaged: ${report.split("\n").join("; ")}. The report is kept in ${file}; ` +
+      "restore the store from an export into an empty data directory, or remove that file to start on the store " +
+      'as it is (see the operations guide, "Store faults")',
   );
 }
 

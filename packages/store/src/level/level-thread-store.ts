@@ -29,7 +29,7 @@ import { COMMIT_KEY, type Db, KEYSPACE, prefixEnd, SEALED_KEY } from "./level-ke
 import type { LevelBatchOp, LevelKeyspace } from "./level-keyspace.js";
 import {
   checkValues,
-  DAMAGE_FILE,
+  damagedStore,
   droppedAtOpen,
   openFailure,
   readCloseRecord,
@@ -152,7 +152,7 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
     if (err.code === "LEVEL_LOCKED" || err.cause?.code === "LEVEL_LOCKED") {
       throw new StoreError("LOCKED", `the database at ${claim.realPath} is locked by another process`, { cause });
     }
-    throw openFailure(claim.realPath, cause);
+    throw await openFailure(claim.realPath, cause);
   }
   const health = createLevelHealth();
   if (options.onHealth) health.onChange = options.onHealth;
@@ -160,10 +160,8 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
   const store = levelThreadStore(ctx, claim, mode);
   try {
     await checkOpen(ctx, claim.realPath, mode);
-    if (health.writable) {
-      await finishPendingPurges(ctx);
-      await finishPendingRetention(ctx);
-    }
+    await finishPendingPurges(ctx);
+    await finishPendingRetention(ctx);
   } catch (cause) {
     await store.close();
     throw cause;
@@ -175,7 +173,7 @@ export async function createLevelThreadStore(options: LevelThreadStoreOptions): 
  * The checks of an open that LevelDB does not make: the log records it dropped while recovering (only a line in
  * its LOG file says so), and batches missing since the last clean close (a log cut or zeroed after it, which
  * LevelDB reads as a shorter log without a word). A finding is kept in DAMAGE_FILE, and while that file exists
- * the store is unhealthy and refuses writes: the operator restores from an export, or removes the file.
+ * the store refuses to open: the operator restores from an export, or removes the file to accept the store.
  */
 async function checkOpen(ctx: LevelContext, path: string, mode: SealMode): Promise<void> {
   const dropped = await droppedAtOpen(path);
@@ -195,10 +193,7 @@ async function checkOpen(ctx: LevelContext, path: string, mode: SealMode): Promi
   await removeCloseRecord(path);
   mode.strict = ctx.db.getSync(SEALED_KEY) !== undefined;
   const damage = await readDamageFile(path);
-  if (damage !== undefined) {
-    ctx.health.damaged(`${damage.split("\n").join("; ")} (${join(path, DAMAGE_FILE)})`);
-    return;
-  }
+  if (damage !== undefined) throw damagedStore(path, damage);
   if (!mode.strict) {
     // A new store: every value it will hold is sealed, so a value without the envelope is damage.
     const [any] = await ctx.db.keys({ gte: KEYSPACE, lt: prefixEnd(KEYSPACE), limit: 1 }).all();
