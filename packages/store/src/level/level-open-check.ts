@@ -37,7 +37,7 @@ export async function openFailure(path: string, error: unknown): Promise<StoreEr
   return new StoreError(
     "CORRUPT",
     `the LevelDB store at ${path} cannot be opened: ${reason}. Nothing was changed; restore the store from an ` +
-      'export into an empty data directory (see the operations guide, "Store faults")',
+      "export into an empty data directory (see docs/store-faults.md)",
     { cause: error },
   );
 }
@@ -49,7 +49,7 @@ export function damagedStore(path: string, report: string): StoreError {
     "CORRUPT",
     `the LevelDB store at ${path} was found damaged: ${report.split("\n").join("; ")}. The report is kept in ${file}; ` +
       "restore the store from an export into an empty data directory, or remove that file to start on the store " +
-      'as it is (see the operations guide, "Store faults")',
+      "as it is (see docs/store-faults.md)",
   );
 }
 
