@@ -358,12 +358,15 @@ function levelThreadStore(
   };
   // The stored threads are read into the filter in the background, from the open on: until it holds them all,
   // appends read the meta as before. A failed scan leaves it incomplete, so nothing is ever answered from it.
-  const scanned = op("scanThreads", () => scanThreads(ctx, () => closing !== undefined)).then(
+  // Both background reads stop for a reopen too (it waits for every operation in flight); the filter then stays
+  // incomplete and the check reports what it read.
+  const interrupted = () => closing !== undefined || reopening !== undefined;
+  const scanned = op("scanThreads", () => scanThreads(ctx, interrupted)).then(
     () => ctx.threads.completed,
     () => false,
   );
   // Every value's checksum and every thread's count and sequence, read once in the background after the open.
-  const checked = op("checkValues", () => checkValues(ctx, mode, () => closing !== undefined)).then(
+  const checked = op("checkValues", () => checkValues(ctx, mode, interrupted)).then(
     (found) => {
       if (found.length > 0 && !closing) reportDamage(`the check after opening found: ${found.join("; ")}`);
       return found as readonly string[];
