@@ -130,7 +130,7 @@ async function expectAllThere(bridge: SpawnedBridge, acked: readonly { id: strin
   for (const { id, text } of acked) {
     const { body } = await call(bridge, "GetTask", { id });
     expect(body.error, `task ${id}`).toBeUndefined();
-    expect(body.result?.status?.state).toBe("TASK_STATE_COMPLETED");
+    expect(body.result?.status?.state, JSON.stringify(body.result?.status)).toBe("TASK_STATE_COMPLETED");
     expect(body.result?.history?.[0]?.parts[0]?.text).toBe(text);
   }
 }

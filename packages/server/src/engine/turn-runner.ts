@@ -11,7 +11,7 @@ import {
   type StreamResponse,
   TaskState,
 } from "@parley/proto";
-import type { FencedThreadStore, TaskRecord, WriteOptions } from "@parley/store";
+import { type FencedThreadStore, StoreError, type TaskRecord, type WriteOptions } from "@parley/store";
 import type { Logger } from "pino";
 import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
 import { withChainReport } from "../chain/chain-budget.js";
@@ -190,7 +190,11 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     run.publish(final);
   } catch (error) {
     ctx.logger.error({ taskId: run.taskId, err: error }, "could not record the end of a task");
+    // Its waiters must not see the outcome that was not stored (a restart finds the task unfinished and fails it).
+    const cause = error instanceof StoreError ? error.message : "a store failure (the cause is in the server log)";
+    setStatus(task, TaskState.FAILED, `the end of this task could not be stored: ${cause}`);
     ctx.leave(run);
+    run.publish(statusEvent(task));
   } finally {
     // The run's last event is durable and its context free before anyone sees it end.
     await ctx.coordinator.finish(run);
