@@ -85,7 +85,7 @@ export async function unsealStore(dir: string): Promise<void> {
   try {
     const ops: ({ type: "put"; key: Uint8Array; value: Uint8Array } | { type: "del"; key: Uint8Array })[] = [];
     for await (const [k, v] of db.iterator()) {
-      if (Buffer.from(k).toString("latin1") === "parley:v1:s:") ops.push({ type: "del", key: k });
+      if (Buffer.from(k).toString("latin1") === "parley:v1:a:") ops.push({ type: "del", key: k });
       else if (v.length > 0 && v[0] === SEAL_TAG) ops.push({ type: "put", key: k, value: v.subarray(5) });
     }
     await db.batch(ops);

@@ -249,4 +249,6 @@ const TABLE_NAMES: Record<string, string> = {
   r: "unfinished task",
   d: "tenant task index",
   c: "context task index",
+  s: "conversation",
+  v: "conversation event",
 };
