@@ -110,7 +110,7 @@ export const peerSchema = z.strictObject({
 export const defaultAgent = {
   name: "echo",
   type: "echo",
-  description: "Replies with exactly the input it was given",
+  description: "Says what reached it: the turn, the earlier messages and who wrote them, the new text",
 } as const satisfies z.input<typeof agentSchema>;
 
 export const parleyConfigSchema = z

@@ -222,7 +222,8 @@ export const agentShortcuts: readonly AgentShortcut[] = [
   },
   {
     env: "PARLEY_ECHO_INPUT",
-    description: "echo agents: framed (history block + new message) or text (the new message only)",
+    description:
+      "echo agents: summary (turn, earlier messages by sender, new text; default), framed (history block + new message) or text (the new message only)",
     schema: z.enum(echoInputs),
     option: { agentType: "echo", key: "input" },
   },
