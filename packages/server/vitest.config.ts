@@ -1,1 +1,16 @@
-export { default } from "../../vitest.base.ts";
+import { fileURLToPath } from "node:url";
+import base from "../../vitest.base.ts";
+import { withSlowSpecs } from "../../vitest.quick.ts";
+
+/** Specs that need PostgreSQL, Chromium, Python or root: left out of npm run test:quick (see vitest.quick.ts). */
+const slowSpecs = [
+  "test/operations-health.spec.ts",
+  "test/recovery-states.spec.ts",
+  "test/retention.spec.ts",
+  "test/retention-crash.spec.ts",
+  "test/scale-out-pg-restart.spec.ts",
+  "test/scale-out-replicas.spec.ts",
+  "test/scale-out-round-trips.spec.ts",
+];
+
+export default withSlowSpecs(base, fileURLToPath(new URL(".", import.meta.url)), slowSpecs);
