@@ -3,6 +3,6 @@ import base from "../../vitest.base.ts";
 import { withSlowSpecs } from "../../vitest.quick.ts";
 
 /** Specs that need PostgreSQL, Chromium, Python or root: left out of npm run test:quick (see vitest.quick.ts). */
-const slowSpecs = ["test/postgres-outage.spec.ts", "test/resume.spec.ts"];
+const slowSpecs = ["test/thread-delete.spec.ts", "test/postgres-outage.spec.ts", "test/resume.spec.ts"];
 
 export default withSlowSpecs(base, fileURLToPath(new URL(".", import.meta.url)), slowSpecs);

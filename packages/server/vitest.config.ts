@@ -4,6 +4,10 @@ import { withSlowSpecs } from "../../vitest.quick.ts";
 
 /** Specs that need PostgreSQL, Chromium, Python or root: left out of npm run test:quick (see vitest.quick.ts). */
 const slowSpecs = [
+  "test/cut-turns.spec.ts",
+  "test/sessions-stored.spec.ts",
+  "test/thread-delete-crash.spec.ts",
+
   "test/operations-health.spec.ts",
   "test/recovery-states.spec.ts",
   "test/retention.spec.ts",

@@ -227,9 +227,10 @@ describe("the echo agent's reply modes", () => {
     }
     const seen = await framed.sendMessage({ message: userMessage("look", { contextId }) });
     const block = (seen.payload.value as Task).artifacts.map((a) => messageText(a)).join("");
-    const users = block.split("\n").filter((l) => l.startsWith("user: ")).length;
+    // Each earlier message starts with its header line, "#<nonce> <who>: ".
+    const users = block.split("\n").filter((l) => /^#[0-9a-f]+ user: /.test(l)).length;
     expect(users).toBe(3);
-    const agents = block.split("\n").filter((l) => l.startsWith("agent: ")).length;
+    const agents = block.split("\n").filter((l) => /^#[0-9a-f]+ agent: /.test(l)).length;
     const res = await summary.sendMessage({ message: userMessage("count", { contextId }) });
     const said = (res.payload.value as Task).artifacts.map((a) => messageText(a)).join("");
     // The summary's turn comes after the framed one: one more user message and one more reply arrived.
