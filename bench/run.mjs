@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // npm run bench [-- --scaling | --no-scaling | --only=NAME,... | --profile | --quick | --warmup-ms=N | --measure-ms=N
-//                   | --rounds=N | --flat-threads=N | --base=DIR | --no-durable-anchors | --pin | --help]
+//                   | --rounds=N | --flat-threads=N | --base=DIR | --no-durable-anchors | --pin | --no-docs | --help]
 // Starts every server in its own process, drives each with the same load
 // generator (its own process), and prints one table plus the scaling figures.
 import { readFileSync } from "node:fs";
@@ -8,6 +8,7 @@ import { cpus } from "node:os";
 import { performance } from "node:perf_hooks";
 import { ensureAnchorDeps } from "./anchors/install.mjs";
 import { startChild } from "./lib/children.mjs";
+import { writeBenchDocs } from "./lib/docs-table.mjs";
 import { countFlag } from "./lib/embedded.mjs";
 import { printReport } from "./lib/report.mjs";
 
@@ -33,19 +34,29 @@ request under it, then the scaling figures.
   --flat-threads=N       stored threads for the flat-cost part (default 100000, --quick 20000)
   --base=DIR             also run every Parley row on another built checkout, in the same rounds
   --pin                  every server on CPU 0 (its helper threads too), the load generator on CPU 1
+  --no-docs              do not write the table into docs/benchmarks.md (a run with the default rows, rounds
+                         and phases writes it; --only, --quick, --scaling, --base and --pin runs never do)
   --help                 this text
 
-The README's Benchmarks section explains the rows and the targets.
+docs/benchmarks.md explains the rows and the targets.
 `);
   process.exit(0);
 }
-const switches = new Set(["--scaling", "--no-scaling", "--quick", "--profile", "--no-durable-anchors", "--pin"]);
+const switches = new Set([
+  "--scaling",
+  "--no-scaling",
+  "--quick",
+  "--profile",
+  "--no-durable-anchors",
+  "--pin",
+  "--no-docs",
+]);
 const valued = ["--only=", "--base=", "--flat-threads=", "--warmup-ms=", "--measure-ms=", "--rounds="];
 for (const arg of args) {
   if (switches.has(arg) || valued.some((prefix) => arg.startsWith(prefix))) continue;
   process.stderr.write(
     `bench: unknown flag ${JSON.stringify(arg)}; the flags are ${[...switches].join(", ")}, ` +
-      `${valued.map((v) => `${v}...`).join(", ")} (--help lists them; see the README's Benchmarks section)\n`,
+      `${valued.map((v) => `${v}...`).join(", ")} (--help lists them; see docs/benchmarks.md)\n`,
   );
   process.exit(2);
 }
@@ -76,7 +87,7 @@ const count = (name, fallback) => countFlag("bench", name, flagValue(name), fall
 
 // --warmup-ms and --measure-ms lengthen a row's phases: every server keeps compiling hot code in V8's worker
 // threads for seconds after it starts, so the short defaults measure some of that work on both sides (figures in
-// the README's "Latest runs").
+// docs/benchmarks.md).
 const WARMUP_MS = count("warmup-ms", quick ? 500 : 1_000);
 // Every row is measured in each round, each time on a freshly started server, and the
 // round with the most requests/s is kept: on a shared VM a neighbour can halve one
@@ -577,7 +588,7 @@ await load.stop();
 
 const cpuModel =
   /model name\s*:\s*(.*)/.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] ?? cpus()[0]?.model ?? "unknown";
-printReport({
+const summary = printReport({
   machine: { nproc: cpus().length, cpuModel, node: process.version },
   settings: {
     warmupMs: WARMUP_MS,
@@ -592,6 +603,14 @@ printReport({
   scaling,
   elapsedS: (performance.now() - started) / 1000,
 });
+// Only a run of every row with the default rounds and phases stands for "the latest run" in the documentation.
+const defaultPhases =
+  flagValue("rounds") === undefined && flagValue("warmup-ms") === undefined && flagValue("measure-ms") === undefined;
+const fullRun = !only && !quick && !scalingOnly && !baseDir && !pin && defaultPhases && !args.has("--no-docs");
+if (fullRun) {
+  writeBenchDocs(summary);
+  process.stdout.write("bench: the table is written into docs/benchmarks.md\n");
+}
 const unmatched = only ? [...only].filter((name) => !matched.has(name)) : [];
 if (unmatched.length > 0) {
   process.stderr.write(

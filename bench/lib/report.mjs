@@ -20,6 +20,10 @@ function verdict(ok) {
   return ok === undefined ? "n/a" : ok ? "met" : "NOT met";
 }
 
+/**
+ * Prints the whole report and returns its summary for docs/benchmarks.md: the machine line, the main table with the
+ * note on its ratios, and the targets' verdicts.
+ */
 export function printReport({ machine, settings, rows, scaling, elapsedS }) {
   const byId = new Map(rows.map((r) => [r.id, r]));
   const out = [];
@@ -31,6 +35,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
       `Parley with durable history (LevelDB in a temp dir).`,
   );
   out.push("");
+  const summaryStart = out.length - 2;
   const lines = rows.map((r) => {
     const op = operationOf(r);
     if (r.skipped) return [r.target, op, "skipped", "", "", "", "", "", "", "", "", "", "", "", r.skipped.slice(0, 60)];
@@ -81,6 +86,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     "Ratios compare each Parley row with its anchor row in this run: the same protocol and operation (Connect rows with the anchor's gRPC; task-reply rows with the SDK's DatabaseTaskStore on SQLite, PostgreSQL rows with it on PostgreSQL). CPU is the server process's, all its threads; JS thread is the part its JavaScript (main) thread ran, the rest being its other threads (the libuv pool, V8's GC and compiler workers, LevelDB's compaction thread); DB CPU is its PostgreSQL processes' (backends, WAL writer, checkpointer, background writer), and the CPU ratio compares the sums.",
   );
 
+  const summary = out.slice(summaryStart);
   const committed = rows.filter((r) => !r.skipped && r.commits?.writes !== undefined);
   if (committed.length) {
     out.push("");
@@ -348,10 +354,12 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
     }
   }
   if (targets.length) {
-    out.push("");
-    out.push(table(["target", "measured", "verdict"], targets));
+    const verdicts = table(["target", "measured", "verdict"], targets);
+    out.push("", verdicts);
+    summary.push("", "Targets:", "", verdicts);
   }
   out.push("");
   out.push(`Whole run: ${num(elapsedS)} s.`);
   process.stdout.write(`${out.join("\n")}\n`);
+  return summary.join("\n");
 }

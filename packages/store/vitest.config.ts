@@ -1,1 +1,14 @@
-export { default } from "../../vitest.base.ts";
+import { fileURLToPath } from "node:url";
+import base from "../../vitest.base.ts";
+import { withSlowSpecs } from "../../vitest.quick.ts";
+
+/** Specs that need PostgreSQL, Chromium, Python or root: left out of npm run test:quick (see vitest.quick.ts). */
+const slowSpecs = [
+  "test/contract-postgres.spec.ts",
+  "test/pg-close.spec.ts",
+  "test/pg-pipeline.spec.ts",
+  "test/postgres-replicas.spec.ts",
+  "test/retention.spec.ts",
+];
+
+export default withSlowSpecs(base, fileURLToPath(new URL(".", import.meta.url)), slowSpecs);

@@ -1,6 +1,14 @@
 import { setMaxListeners } from "node:events";
 import type { DescMethodServerStreaming, DescMethodUnary, DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter, HandlerContext, Transport } from "@connectrpc/connect";
+import {
+  ConnectError,
+  type ConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type Transport,
+} from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
   A2AService,
@@ -13,8 +21,10 @@ import {
 } from "@parley/proto";
 import {
   classifyDecodeErrors,
+  codeName,
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
+  noteRequest,
   rpcFramingBytes,
 } from "@parley/server";
 import type { HttpRoute } from "./http-route.js";
@@ -91,6 +101,47 @@ function forwardingService(service: DescService, upstream: Transport): Record<st
   return impl;
 }
 
+/** The Node response of a call, so the interceptor below can name the call in the port's request log and metrics. */
+const responseKey = createContextKey<object | undefined>(undefined);
+
+/**
+ * Notes each Connect or gRPC-Web call's outcome on the bridge's port (Connect's code name, and the error's text), as
+ * the server's port logs them; the route names its protocol and RPC ("parley.v1.ThreadService/ListThreads").
+ */
+const noteCalls: Interceptor = (next) => async (req) => {
+  const res = req.contextValues.get(responseKey);
+  const note = (update: Parameters<typeof noteRequest>[1]) => {
+    if (res) noteRequest(res, update);
+  };
+  const failed = (error: unknown) => {
+    const connectError = ConnectError.from(error);
+    note({ code: codeName(connectError.code), error: connectError.rawMessage });
+  };
+  try {
+    const response = await next(req);
+    if (!response.stream) {
+      note({ code: "ok" });
+      return response;
+    }
+    const messages = response.message;
+    return {
+      ...response,
+      message: (async function* () {
+        try {
+          yield* messages;
+          note({ code: "ok" });
+        } catch (error) {
+          failed(error);
+          throw error;
+        }
+      })(),
+    };
+  } catch (error) {
+    failed(error);
+    throw error;
+  }
+};
+
 export interface ConnectRoutesOptions {
   readonly upstream: Transport;
   /** Largest request message accepted. */
@@ -105,6 +156,7 @@ export interface ConnectRoutesOptions {
  */
 export function createConnectRoutes(options: ConnectRoutesOptions): HttpRoute {
   const prefixes = connectServices.map((s) => `/${s.typeName}/`);
+  const methodNames = new Set(connectServices.flatMap((s) => s.methods.map((m) => `${s.typeName}/${m.name}`)));
   const shutdown = new AbortController();
   setMaxListeners(0, shutdown.signal);
   // Invalid UTF-8 is refused as over JSON-RPC (-32700), not passed on as U+FFFD. connect-es's JSON codec
@@ -119,12 +171,25 @@ export function createConnectRoutes(options: ConnectRoutesOptions): HttpRoute {
     routes,
     readMaxBytes: options.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    interceptors: [createDecodeErrorInterceptor()],
+    interceptors: [noteCalls, createDecodeErrorInterceptor()],
     jsonOptions,
+    contextValues: (req) => createContextValues().set(responseKey, responses.get(req)),
   });
+  const responses = new WeakMap<object, object>();
   return {
     matches: (pathname) => prefixes.some((p) => pathname.startsWith(p)),
-    handle: (req, res) => handler(req, res),
+    handle: (req, res) => {
+      responses.set(req, res);
+      // Named before the call is decoded, so a request refused before any interceptor runs is named too.
+      // Only known RPC names become a method label (labels come from fixed sets), others stay "http".
+      const contentType = String(req.headers["content-type"] ?? "");
+      const method = new URL(req.url ?? "/", "http://bridge").pathname.slice(1);
+      noteRequest(res, {
+        protocol: contentType.startsWith("application/grpc-web") ? "grpc-web" : "connect",
+        ...(methodNames.has(method) ? { method } : {}),
+      });
+      handler(req, res);
+    },
     maxBodyBytes: options.maxBodyBytes + rpcFramingBytes,
     close: () => shutdown.abort(),
   };

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createParley, loadConfig, type Parley, type ParleyConfig } from "@parley/server";
 import { type Bridge, type BridgeOptions, createBridge } from "../src/bridge.js";
+import { createConnectRoutes } from "../src/connect-routes.js";
 import { createBridgeLogger } from "../src/logger.js";
 
 export interface TestStack {
@@ -16,10 +17,12 @@ export interface TestStack {
  * A real embedded Parley (own LevelDB directory) behind a real bridge on a
  * loopback port. "echo" answers at once; "slow" streams its reply in 10 chunks
  * 200 ms apart, long enough to cancel, resubscribe or disconnect mid-task.
+ * `connectRoutes`: the port also serves Parley's Connect services, as parley-bridge does.
  */
 export async function startStack(
   configOverrides: Partial<ParleyConfig> = {},
   bridgeOptions: Partial<BridgeOptions> = {},
+  { connectRoutes = false } = {},
 ): Promise<TestStack> {
   const dataDir = mkdtempSync(join(tmpdir(), "parley-bridge-"));
   const base = loadConfig({ argv: ["--port", "0", "--data-dir", dataDir, "--log-level", "silent"], env: {} });
@@ -40,6 +43,13 @@ export async function startStack(
     port: 0,
     grpcAddress: address,
     logger,
+    ...(connectRoutes
+      ? {
+          routes: [
+            createConnectRoutes({ upstream: parley.inProcessTransport(), maxBodyBytes: config.limits.maxMessageBytes }),
+          ],
+        }
+      : {}),
     ...bridgeOptions,
   });
   return {

@@ -1,6 +1,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { A2AService, Role, ThreadService } from "@parley/proto";
 import { createHealthMonitor, createObservability, createParley, loadConfig } from "@parley/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryLogger } from "../../../packages/server/test/fixtures/memory-logger.js";
@@ -26,7 +29,7 @@ describe("metrics, request logs, readiness and CORS on the bridge's JSON-RPC por
   beforeAll(async () => {
     // One observability for the process, as parley-bridge's embedded mode has it.
     const observability = createObservability(log.logger, { corsOrigins: [allowedOrigin] });
-    stack = await startStack({}, { observability });
+    stack = await startStack({}, { observability }, { connectRoutes: true });
   });
   afterAll(async () => {
     await stack?.close();
@@ -49,6 +52,72 @@ describe("metrics, request logs, readiness and CORS on the bridge's JSON-RPC por
       expect.objectContaining({ msg: "request finished", protocol: "jsonrpc", method: "SendMessage", code: "ok" }),
     ]);
     expect(log.lines.some((l) => l.code === "-32601" && l.protocol === "jsonrpc")).toBe(true);
+  });
+
+  it("names Connect and gRPC-Web calls on its port by protocol, RPC and code, in the log and on /metrics", async () => {
+    const connect = createConnectTransport({ baseUrl: stack.bridge.url, httpVersion: "1.1" });
+    const grpcWeb = createGrpcWebTransport({ baseUrl: stack.bridge.url, httpVersion: "1.1" });
+    const withId = (id: string) => ({ headers: { "parley-request-id": id, "a2a-version": "1.0" } });
+    await createClient(ThreadService, connect).listThreads({}, withId("log-connect-list"));
+    const refused = await createClient(ThreadService, connect)
+      .getThreadHistory({ contextId: "" }, withId("log-connect-refused"))
+      .then(
+        () => undefined,
+        (error: unknown) => ConnectError.from(error),
+      );
+    if (!refused) throw new Error("GetThreadHistory of an empty contextId was not refused");
+    const stream = createClient(A2AService, grpcWeb).sendStreamingMessage(
+      {
+        message: {
+          messageId: crypto.randomUUID(),
+          role: Role.USER,
+          parts: [{ content: { case: "text", value: "hi" } }],
+        },
+      },
+      withId("log-grpc-web-stream"),
+    );
+    for await (const _ of stream) {
+      // Read to the end: the line is written when the stream finishes.
+    }
+    const unknownPath = await fetch(`${stack.bridge.url}parley.v1.ThreadService/NoSuchMethod`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "parley-request-id": "log-connect-unknown" },
+      body: "{}",
+    });
+    expect(unknownPath.status).toBe(404);
+    // The lines are written when each response closes: wait for the last one.
+    for (let i = 0; i < 100 && !log.lines.some((l) => l.requestId === "log-connect-unknown"); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const lineOf = (id: string) => log.lines.filter((l) => l.requestId === id && l.msg === "request finished");
+    expect(lineOf("log-connect-list")).toEqual([
+      expect.objectContaining({ protocol: "connect", method: "parley.v1.ThreadService/ListThreads", code: "ok" }),
+    ]);
+    expect(lineOf("log-connect-refused")).toEqual([
+      expect.objectContaining({
+        protocol: "connect",
+        method: "parley.v1.ThreadService/GetThreadHistory",
+        code: Code[refused.code]!.replace(/[A-Z]/g, (c, i) => (i === 0 ? c : `_${c}`)).toLowerCase(),
+        error: refused.rawMessage,
+      }),
+    ]);
+    expect(lineOf("log-grpc-web-stream")).toEqual([
+      expect.objectContaining({
+        protocol: "grpc-web",
+        method: "lf.a2a.v1.A2AService/SendStreamingMessage",
+        code: "ok",
+      }),
+    ]);
+    // A path that names no RPC is not a label: it counts as "http".
+    expect(lineOf("log-connect-unknown")).toEqual([expect.objectContaining({ protocol: "connect", method: "http" })]);
+    const metrics = await (await fetch(`${stack.bridge.url}metrics`)).text();
+    expect(
+      sample(metrics, "parley_requests_total", {
+        protocol: "connect",
+        method: "parley.v1.ThreadService/ListThreads",
+        code: "ok",
+      }),
+    ).toBeGreaterThanOrEqual(1);
   });
 
   it("answers /healthz and /readyz", async () => {

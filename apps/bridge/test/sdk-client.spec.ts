@@ -28,7 +28,13 @@ let client: Client;
 let slow: Client;
 
 beforeAll(async () => {
-  stack = await startStack();
+  // The framed echo: its reply shows the history block the second turn arrived with.
+  stack = await startStack({
+    agents: [
+      { name: "echo", type: "echo", options: { input: "framed" } },
+      { name: "slow", type: "echo", options: { delayMs: 200, chunks: 10 } },
+    ],
+  });
   client = await new ClientFactory().createFromUrl(stack.bridge.url);
   slow = await new ClientFactory().createFromUrl(`${stack.bridge.url}agents/slow/`);
 });

@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { TargetKind } from "@parley/proto";
+import { alignedRows } from "./aligned-rows.js";
 import type { ParleyClient, ParleyProtocol } from "./client.js";
 import type { ClientConfig, PeerProtocol } from "./config.js";
 import { UsageError } from "./errors.js";
@@ -70,9 +71,8 @@ export class TargetNotFoundError extends Error {
 
 /** One line per target, for a terminal: refs are thread ids and server-side names, anyone's choice. */
 export function formatKnownTargets(known: readonly KnownTarget[]): string[] {
-  const refs = known.map((k) => terminalId(k.ref));
-  const width = Math.max(0, ...refs.map((ref) => ref.length));
-  return known.map((k, i) => `${refs[i]!.padEnd(width)}  ${k.kind.padEnd(6)}  ${terminalText(k.description)}`);
+  const rows = known.map((k) => [terminalId(k.ref), k.kind, terminalText(k.description)]);
+  return rows.length === 0 ? [] : alignedRows(rows, ["left", "left", "left"]).trimEnd().split("\n");
 }
 
 const urlSchemes: Readonly<Record<string, { base: string; protocol?: ParleyProtocol }>> = {

@@ -58,7 +58,12 @@ describe("parley threads list paging", () => {
   it("--limit 2 prints a token, --page-token continues, --all lists every thread", async () => {
     const first = await parley(["threads", "list", "--limit", "2"]);
     expect(first.code).toBe(0);
-    expect(lines(first.stdout).map((l) => l.split("  ")[0])).toEqual(["t5", "t4", expect.stringMatching(/^next/)]);
+    expect(lines(first.stdout).map((l) => l.split(" ")[0])).toEqual([
+      "CONTEXT",
+      "t5",
+      "t4",
+      expect.stringMatching(/^next/),
+    ]);
     const token = tokenOf(first.stdout);
     expect(token).toBeDefined();
 
@@ -66,12 +71,12 @@ describe("parley threads list paging", () => {
     expect(second.code).toBe(0);
     expect(
       lines(second.stdout)
-        .slice(0, 2)
-        .map((l) => l.split("  ")[0]),
+        .slice(1, 3)
+        .map((l) => l.split(" ")[0]),
     ).toEqual(["t3", "t2"]);
 
     const rest = await parley(["threads", "list", "--page-token", tokenOf(second.stdout)!]);
-    expect(lines(rest.stdout).map((l) => l.split("  ")[0])).toEqual(["t1", "long"]);
+    expect(lines(rest.stdout).map((l) => l.split(" ")[0])).toEqual(["CONTEXT", "t1", "long"]);
     expect(tokenOf(rest.stdout)).toBeUndefined();
 
     const all = await parley(["threads", "list", "--all", "--json"]);
@@ -86,10 +91,31 @@ describe("parley threads list paging", () => {
     expect(lines(json.stdout)).toHaveLength(6);
   });
 
+  it("prints one table: a header, ids padded, counts right-aligned, times in one column", async () => {
+    const all = await parley(["threads", "list", "--all"]);
+    expect(all.code, all.stderr).toBe(0);
+    const rows = lines(all.stdout);
+    expect(rows[0]).toMatch(/^CONTEXT ID +MESSAGES {2}UPDATED$/);
+    const countEnd = rows[0]!.indexOf("MESSAGES") + "MESSAGES".length;
+    const timeAt = rows[0]!.indexOf("UPDATED");
+    expect(rows.slice(1).map((r) => r.split(/ +/).slice(0, 2))).toEqual([
+      ["t5", "1"],
+      ["t4", "1"],
+      ["t3", "1"],
+      ["t2", "1"],
+      ["t1", "1"],
+      ["long", "1203"],
+    ]);
+    for (const row of rows.slice(1)) {
+      expect(row.slice(0, countEnd), row).toMatch(/\d$/);
+      expect(row.slice(timeAt), row).toMatch(/^\d{4}-\d\d-\d\dT[\d:.]+Z$/);
+    }
+  });
+
   it("more than the server's page maximum is fetched page by page, not cut off", async () => {
     const many = await parley(["threads", "list", "--limit", "250"]);
     expect(many.code).toBe(0);
-    expect(lines(many.stdout)).toHaveLength(6);
+    expect(lines(many.stdout)).toHaveLength(7);
   });
 
   it("refuses a foreign token and conflicting flags as usage errors", async () => {

@@ -47,7 +47,8 @@ describe("the CLI's human output", () => {
     const names = text.stdout
       .trimEnd()
       .split("\n")
-      .map((line) => line.split(/ {2}\d+ messages/)[0]);
+      .slice(1)
+      .map((line) => line.split(/ {2,}\d+ {2}/)[0]);
     expect(names.sort()).toEqual(
       [
         String.raw`"qa-\u001b[31mRED\u001b[0m-\u001b]0;TITLE\u0007"`,

@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createBridge, createBridgeLogger } from "@parley/bridge";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,15 +11,19 @@ const home = tempDir("parley-cli-home-");
 const configFile = join(home.path, "client.json");
 
 /** The CLI with a clean environment: only PATH, a scratch HOME and the test's client config. */
-function parley(args: string[], options: { stdin?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+function parley(
+  args: string[],
+  options: { stdin?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<CliResult> {
   return runCli(args, {
     stdin: options.stdin,
+    ...(options.cwd ? { cwd: options.cwd } : {}),
     env: { PATH: process.env.PATH, HOME: home.path, PARLEY_CLIENT_CONFIG: configFile, ...options.env },
   });
 }
 
 beforeAll(async () => {
-  server = await startServer();
+  server = await startServer({ PARLEY_ECHO_INPUT: "framed" });
   front = await createBridge({
     upstream: server.parley.inProcessTransport(),
     cards: server.parley,
@@ -174,7 +178,7 @@ describe("parley threads", () => {
 
     const list = await parley(["threads", "list", "--limit", "100"]);
     expect(list.code).toBe(0);
-    expect(list.stdout).toMatch(new RegExp(`^${contextId}  4 messages`, "m"));
+    expect(list.stdout).toMatch(new RegExp(`^${contextId} +4 {2}\\d{4}-`, "m"));
 
     const [oldest, newest] = await Promise.all([
       parley(["threads", "show", contextId, "--oldest-first", "--limit", "2"]),
@@ -220,5 +224,40 @@ describe("busy thread", () => {
     expect(result.stderr).toContain("(Aborted)");
     await client.a2a.cancelTask({ id: conversation.taskId! });
     await running.return?.();
+  });
+});
+
+describe("- stands for standard input and output wherever a command takes a file", () => {
+  it("threads export --out - writes stdout, threads import - reads stdin, and so do export --all and import", async () => {
+    const { done } = doneOf((await parley(["send", "--json", "piped through"])).stdout);
+    const contextId = done.contextId!;
+    const exported = await parley(["threads", "export", contextId, "--out", "-"], { cwd: home.path });
+    expect(exported.code, exported.stderr).toBe(0);
+    expect(existsSync(join(home.path, "-")), "no file named -").toBe(false);
+    const records = exported.stdout.trimEnd().split("\n");
+    expect(JSON.parse(records[0]!)).toMatchObject({ header: { format: "parley.thread", contextId } });
+    expect(JSON.parse(records.at(-1)!)).toMatchObject({ end: { messageCount: "2" } });
+
+    // The thread goes, and comes back from standard input.
+    expect((await parley(["threads", "delete", contextId])).code).toBe(0);
+    const imported = await parley(["threads", "import", "-", "--json"], { stdin: exported.stdout });
+    expect(imported.code, imported.stderr).toBe(0);
+    expect(JSON.parse(imported.stdout)).toMatchObject({ type: "imported", contextId, addedMessages: 2 });
+    const shown = await parley(["threads", "show", contextId, "--oldest-first"]);
+    expect(shown.stdout).toMatch(/^\[1\] user: piped through\n\[2\] agent: piped through\n$/);
+
+    const tenant = await parley(["export", "--all", "--out", "-"], { cwd: home.path });
+    expect(tenant.code, tenant.stderr).toBe(0);
+    expect(existsSync(join(home.path, "-"))).toBe(false);
+    expect(JSON.parse(tenant.stdout.split("\n")[0]!)).toMatchObject({ format: "parley.tenant" });
+    expect(tenant.stdout).toContain(JSON.stringify(contextId));
+    // import reads - from standard input too: its errors name it.
+    const notTenant = await parley(["import", "-"], { stdin: "[]\n" });
+    expect(notTenant.code).toBe(2);
+    expect(notTenant.stderr).toMatch(/^parley: standard input:1: /);
+
+    const bad = await parley(["threads", "import", "-"], { stdin: "not a thread file\n" });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/^parley: standard input:1: /);
   });
 });

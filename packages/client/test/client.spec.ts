@@ -21,7 +21,7 @@ function client(protocol: ParleyProtocol, token?: string) {
 }
 
 beforeAll(async () => {
-  server = await startServer({ PARLEY_API_KEYS: "alice-key=alice,bob-key=bob" });
+  server = await startServer({ PARLEY_API_KEYS: "alice-key=alice,bob-key=bob", PARLEY_ECHO_INPUT: "framed" });
 });
 
 afterAll(async () => {

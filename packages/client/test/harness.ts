@@ -48,9 +48,13 @@ export interface CliResult {
  * Runs the built `parley` CLI as a child process with exactly `env`; async,
  * because the server it talks to lives in this process.
  */
-export function runCli(args: string[], options: { env: NodeJS.ProcessEnv; stdin?: string }): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  options: { env: NodeJS.ProcessEnv; stdin?: string; cwd?: string },
+): Promise<CliResult> {
   return new Promise((done) => {
-    const child = execFile(process.execPath, [cli, ...args], { env: options.env }, (error, stdout, stderr) => {
+    const spawnOptions = { env: options.env, ...(options.cwd ? { cwd: options.cwd } : {}) };
+    const child = execFile(process.execPath, [cli, ...args], spawnOptions, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
       done({ code, stdout, stderr });
     });

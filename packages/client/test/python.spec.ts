@@ -28,7 +28,7 @@ let server: TestServer;
 const out = tempDir("parley-python-gen-");
 
 beforeAll(async () => {
-  server = await startServer();
+  server = await startServer({ PARLEY_ECHO_INPUT: "framed" });
 });
 
 afterAll(async () => {

@@ -1,5 +1,5 @@
 // The configuration of parley-server and parley-bridge: one zod schema (config/schema.ts) from which the
-// loader, its error messages, the --help text and the README's configuration table are derived.
+// loader, its error messages, the --help text and docs/configuration.md are derived.
 import { renderHelp } from "./config/help.js";
 
 export { renderConfigTable, renderHelp } from "./config/help.js";

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ErrorInfoSchema, type Role, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
-import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
+import { collect, framedEcho, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function replyText(task: Task): string {
   return task.artifacts.map((a) => messageText(a)).join("");
@@ -15,7 +15,7 @@ function reasonOf(error: unknown): string | undefined {
 describe.each(["grpc", "connect", "grpc-web"] as const)("A2AService over %s", (protocol) => {
   let server: TestServer;
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ agents: [framedEcho] });
   });
   afterAll(async () => {
     await server.close();

@@ -2,9 +2,11 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type Message, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AgentTurn } from "../src/agents/agent.js";
 import { createEchoAgent } from "../src/agents/echo-agent.js";
+import { echoSummary } from "../src/agents/echo-summary.js";
 import { loadConfig, messageText, parseScript } from "../src/index.js";
-import { collect, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
+import { collect, framedEcho, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function readBody(req: IncomingMessage): Promise<string> {
   return new Promise((resolve) => {
@@ -102,7 +104,7 @@ describe("the a2a peer agent", () => {
   let remote: TestServer;
   let local: TestServer;
   beforeAll(async () => {
-    remote = await startTestServer();
+    remote = await startTestServer({ agents: [framedEcho] });
     local = await startTestServer({
       peers: [{ name: "remote", url: remote.baseUrl, protocol: "grpc" }],
       agents: [{ name: "relay", type: "a2a", options: { peer: "remote" } }],
@@ -130,10 +132,12 @@ describe("the echo agent's reply modes", () => {
   beforeAll(async () => {
     server = await startTestServer({
       agents: [
-        { name: "auto", type: "echo", options: { reply: "auto" } },
+        { name: "auto", type: "echo", options: { reply: "auto", input: "framed" } },
         { name: "message", type: "echo", options: { reply: "message" } },
         { name: "plain", type: "echo", options: { reply: "message", input: "text" } },
         { name: "whole", type: "echo", options: { chunks: 1, input: "text" } },
+        { name: "summary", type: "echo" },
+        { name: "summary-framed", type: "echo", options: { input: "framed" } },
       ],
     });
   });
@@ -192,6 +196,66 @@ describe("the echo agent's reply modes", () => {
     expect(() => createEchoAgent({ chunks: 0 })).toThrow(/echo chunks must be a whole number of at least 1, got 0/);
   });
 
+  it("summary (the default): says which turn arrived, with how many earlier messages from whom, and the new text", async () => {
+    const client = server.a2a("grpc", { "parley-agent": "summary" });
+    const reply = async (text: string) => {
+      const res = await client.sendMessage({ message: userMessage(text, { contextId: "sum-ctx" }) });
+      return (res.payload.value as Task).artifacts.map((a) => messageText(a)).join("");
+    };
+    // The first message arrives alone: the framed input is the text itself, and so is the reply.
+    expect(await reply("my name is Ada")).toBe("my name is Ada");
+    expect(await reply("what is my name?")).toBe(
+      'echo: turn 2 of thread "sum-ctx"; 2 earlier messages arrived with it (1 from user, 1 from agent).\n' +
+        "new message: what is my name?",
+    );
+    const long = `${"x".repeat(200)}\nsecond line\nthird line`;
+    expect(await reply(long)).toBe(
+      'echo: turn 3 of thread "sum-ctx"; 4 earlier messages arrived with it (2 from user, 2 from agent).\n' +
+        `new message: ${"x".repeat(160)}… (+40 more characters, 2 more lines)`,
+    );
+    expect(createEchoAgent().description).toMatch(/^Says what reached it/);
+  });
+
+  it("summary: counts what really arrived, as the framed echo of the same thread shows it", async () => {
+    const plain = server.a2a("grpc", { "parley-agent": "whole" });
+    const framed = server.a2a("grpc", { "parley-agent": "summary-framed" });
+    const summary = server.a2a("grpc", { "parley-agent": "summary" });
+    const contextId = "sum-window";
+    // One-line replies, so that each earlier message is one line of the framed block.
+    for (const text of ["one", "two", "three"]) {
+      await plain.sendMessage({ message: userMessage(text, { contextId }) });
+    }
+    const seen = await framed.sendMessage({ message: userMessage("look", { contextId }) });
+    const block = (seen.payload.value as Task).artifacts.map((a) => messageText(a)).join("");
+    // Each earlier message starts with its header line, "#<nonce> <who>: ".
+    const users = block.split("\n").filter((l) => /^#[0-9a-f]+ user: /.test(l)).length;
+    expect(users).toBe(3);
+    const agents = block.split("\n").filter((l) => /^#[0-9a-f]+ agent: /.test(l)).length;
+    const res = await summary.sendMessage({ message: userMessage("count", { contextId }) });
+    const said = (res.payload.value as Task).artifacts.map((a) => messageText(a)).join("");
+    // The summary's turn comes after the framed one: one more user message and one more reply arrived.
+    expect(said).toBe(
+      `echo: turn 5 of thread "sum-window"; ${users + agents + 2} earlier messages arrived with it ` +
+        `(${users + 1} from user, ${agents + 1} from agent).\nnew message: count`,
+    );
+  });
+
+  it("summary: a history window that does not reach the thread's start names the message, not a turn", () => {
+    const turn = {
+      contextId: "c",
+      text: "hi",
+      message: { parts: [{ content: { case: "text", value: "hi" } }] },
+      history: [
+        { sequence: 7, provenance: "user", text: "a" },
+        { sequence: 8, provenance: "agent", text: "a" },
+      ],
+    } as unknown as AgentTurn;
+    expect(echoSummary(turn)).toBe(
+      'echo: message 9 (older messages did not arrive) of thread "c"; 2 earlier messages arrived with it ' +
+        "(1 from user, 1 from agent).\nnew message: hi",
+    );
+  });
+
   it("parseScript checks a script built in code with the configuration's schema", () => {
     expect(parseScript("s", ["hi", { reply: "there", delayMs: 5 }])).toEqual(["hi", { reply: "there", delayMs: 5 }]);
     expect(() => parseScript("s", ["hi", { delay: 5 }])).toThrow(
@@ -205,7 +269,7 @@ describe("the echo agent's reply modes", () => {
       /PARLEY_ECHO_REPLY = "sometimes" \(environment PARLEY_ECHO_REPLY\).*allowed: one of task, message, auto/,
     );
     expect(() => loadConfig({ argv: [], env: { PARLEY_ECHO_INPUT: "history" } })).toThrow(
-      /PARLEY_ECHO_INPUT = "history" \(environment PARLEY_ECHO_INPUT\).*allowed: one of framed, text/,
+      /PARLEY_ECHO_INPUT = "history" \(environment PARLEY_ECHO_INPUT\).*allowed: one of summary, framed, text/,
     );
     const config = loadConfig({ argv: [], env: { PARLEY_ECHO_REPLY: "auto", PARLEY_ECHO_INPUT: "text" } });
     expect(config.agents.find((a) => a.type === "echo")?.options).toMatchObject({ reply: "auto", input: "text" });

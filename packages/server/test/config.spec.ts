@@ -20,7 +20,7 @@ import {
 // The tests that start real node processes (each loads the whole server) get room on a loaded 2-core machine.
 const spawning = { timeout: 180_000 };
 const serverBin = fileURLToPath(new URL("../bin/parley-server.js", import.meta.url));
-const readme = fileURLToPath(new URL("../../../README.md", import.meta.url));
+const configurationDoc = fileURLToPath(new URL("../../../docs/configuration.md", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "parley-config-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -381,7 +381,7 @@ describe("the per-tenant rate limit", () => {
   });
 });
 
-describe("help text and README come from the schema", spawning, () => {
+describe("help text and docs/configuration.md come from the schema", spawning, () => {
   it("parley-server --help lists every server setting with its variable and flag", () => {
     const run = server(["--help"]);
     expect(run.status).toBe(0);
@@ -397,11 +397,11 @@ describe("help text and README come from the schema", spawning, () => {
     expect(server(["--help"], { PARLEY_GRPC_PORT: "lots" }).status).toBe(0);
   });
 
-  it("the README's configuration table is the generated one (npm run docs:config)", () => {
-    const text = readFileSync(readme, "utf8");
+  it("docs/configuration.md's table is the generated one (npm run docs:config)", () => {
+    const text = readFileSync(configurationDoc, "utf8");
     const start = text.indexOf("<!-- config-table:start");
     const end = text.indexOf("<!-- config-table:end -->");
-    expect(start, "README has the config-table markers").toBeGreaterThan(0);
+    expect(start, "docs/configuration.md has the config-table markers").toBeGreaterThan(0);
     const table = text.slice(text.indexOf("\n", start) + 1, end).trim();
     expect(table).toBe(renderConfigTable());
   });

@@ -10,7 +10,8 @@ import { messageText } from "../src/index.js";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 import { userMessage } from "./harness.js";
 
-const env = { PARLEY_RATE_LIMIT: "0", PARLEY_LOG_LEVEL: "error" };
+// PARLEY_ECHO_INPUT=framed: the resumed turn's reply shows the cut-off message in its history block.
+const env = { PARLEY_RATE_LIMIT: "0", PARLEY_LOG_LEVEL: "error", PARLEY_ECHO_INPUT: "framed" };
 
 /** The group commit's counters from the server's /metrics. */
 async function commits(server: SpawnedServer) {

@@ -34,6 +34,12 @@ export interface TestServer {
   close(): Promise<void>;
 }
 
+/**
+ * The echo agent that repeats its whole input (guard block, then the new message), for tests that read the framed
+ * history back from the reply; the default echo replies with a summary instead.
+ */
+export const framedEcho = { name: "echo", type: "echo", options: { input: "framed" } } as const;
+
 type Overrides = {
   [K in keyof ParleyConfig]?: ParleyConfig[K] extends object ? Partial<ParleyConfig[K]> : ParleyConfig[K];
 };

@@ -4,10 +4,10 @@ import type { A2AService, Task } from "@parley/proto";
 import { TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { messageText } from "../src/index.js";
-import { startTestServer, type TestServer, userMessage } from "./harness.js";
+import { framedEcho, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 /**
- * The echo agent replies with exactly the input it was given, so its reply is
+ * The echo agent with input "framed" replies with exactly the input it was given, so its reply is
  * the framed text an LLM would have seen: these tests read the guard block as
  * the agent received it, after the whole trip through the server and store.
  */
@@ -63,7 +63,7 @@ describe("prompt-injection framing through the server", () => {
   let server: TestServer;
   let a2a: A2A;
   beforeAll(async () => {
-    server = await startTestServer({ limits: { requestsPerSecondPerTenant: 0 } });
+    server = await startTestServer({ limits: { requestsPerSecondPerTenant: 0 }, agents: [framedEcho] });
     a2a = server.a2a("connect");
   });
   afterAll(async () => {

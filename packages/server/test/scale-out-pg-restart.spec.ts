@@ -19,6 +19,8 @@ let postgres: PrivatePostgres | undefined;
 const replicaSet = createReplicaSet({
   PARLEY_LEASE_TTL_MS: String(leaseTtlMs),
   PARLEY_ECHO_DELAY_MS: String(echoDelayMs),
+  // The framed echo: a reply shows the history block the turn arrived with.
+  PARLEY_ECHO_INPUT: "framed",
 });
 const { replicas } = replicaSet;
 const startReplica = (storeUrl: string) => replicaSet.start(storeUrl);

@@ -3,7 +3,7 @@
 import * as sdk from "@a2a-js/sdk";
 import type { Client } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sdkGrpcClient, startTestServer, type TestServer } from "./harness.js";
+import { framedEcho, sdkGrpcClient, startTestServer, type TestServer } from "./harness.js";
 
 function send(text: string, extra: Record<string, unknown> = {}) {
   return sdk.SendMessageRequest.fromJSON({
@@ -26,7 +26,7 @@ describe("@a2a-js/sdk gRPC client against Parley", () => {
   let slowClient: Client;
 
   beforeAll(async () => {
-    server = await startTestServer();
+    server = await startTestServer({ agents: [framedEcho] });
     slow = await startTestServer({ agents: [{ name: "echo", type: "echo", options: { delayMs: 50, chunks: 8 } }] });
     client = await sdkGrpcClient(server);
     slowClient = await sdkGrpcClient(slow);

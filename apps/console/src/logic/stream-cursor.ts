@@ -5,7 +5,7 @@
  * with parley-resume-after gets exactly the later events. A single LevelDB
  * server sends no such header and replays a live task's run from its first
  * event, so the cursor drops the events already shown. Either way each event
- * is shown once (see README "Resumable streams").
+ * is shown once (see docs/protocols.md, "Resumable streams").
  */
 export interface StreamCursor {
   /** The highest sequence number shown; 0 before any. */

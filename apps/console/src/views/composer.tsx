@@ -17,12 +17,14 @@ export function Composer(props: {
   agents: readonly string[];
   /** The thread to send into; undefined: the user names one, or leaves it empty for a new thread. */
   contextId?: string;
-  onReplyEnded: (contextId: string) => void;
+  onReplyEnded: (contextId: string, reply: LiveReply) => void;
+  /** A reply to show from the start: the one a new thread's composer followed before this thread opened. */
+  initialReply?: LiveReply;
 }) {
   const [agent, setAgent] = useState(props.agents[0] ?? "");
   const [contextId, setContextId] = useState("");
   const [text, setText] = useState("");
-  const [live, setLive] = useState<LiveReply | undefined>();
+  const [live, setLive] = useState<LiveReply | undefined>(props.initialReply);
   const [error, setError] = useState<ShownError | undefined>();
   const [sending, setSending] = useState(false);
   const newRun = useLatestRun();
@@ -42,7 +44,7 @@ export function Composer(props: {
       const final = await sendAndFollow(props.conn, { agent, contextId: target, text }, setLive, controller.signal);
       setLive(final);
       setText("");
-      if (final.reply.contextId) props.onReplyEnded(final.reply.contextId);
+      if (final.reply.contextId) props.onReplyEnded(final.reply.contextId, final);
     } catch (e) {
       if (!controller.signal.aborted) setError(describeError(e));
     } finally {

@@ -2,6 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { HistoryOrder, type Thread, type ThreadMessage } from "@parley/proto";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { Connection } from "../connection.js";
+import type { LiveReply } from "../follow-task.js";
 import { describeError, type ShownError } from "../logic/errors.js";
 import { partsText, provenanceLabel, roleLabel } from "../logic/format.js";
 import { currentToken, firstPage, type Pager as PagerState, withNextToken } from "../logic/paging.js";
@@ -21,6 +22,8 @@ export function ThreadsView(props: { conn: Connection; agents: readonly string[]
   const [threads, setThreads] = useState<Thread[]>([]);
   const [query, setQuery] = useState("");
   const [selected, setSelected] = useState<string | undefined>();
+  // The reply a new thread's composer followed, shown on in that thread once it opens.
+  const [handedOver, setHandedOver] = useState<LiveReply | undefined>();
   const [error, setError] = useState<ShownError | undefined>();
   const [reload, setReload] = useState(0);
   const search = useRef<HTMLInputElement>(null);
@@ -106,7 +109,16 @@ export function ThreadsView(props: { conn: Connection; agents: readonly string[]
         {selected === undefined ? (
           <div class="detail">
             <h2>New thread</h2>
-            <Composer conn={conn} agents={props.agents} onReplyEnded={refresh} />
+            <Composer
+              conn={conn}
+              agents={props.agents}
+              onReplyEnded={(contextId, reply) => {
+                // The thread it just wrote to opens, its reply still shown under the history that now holds it.
+                setHandedOver(reply);
+                setSelected(contextId);
+                refresh();
+              }}
+            />
           </div>
         ) : (
           <ThreadDetail
@@ -114,6 +126,7 @@ export function ThreadsView(props: { conn: Connection; agents: readonly string[]
             conn={conn}
             contextId={selected}
             agents={props.agents}
+            {...(handedOver?.reply.contextId === selected ? { lastReply: handedOver } : {})}
             onChanged={refresh}
             onDeleted={() => {
               setSelected(undefined);
@@ -132,6 +145,7 @@ function ThreadDetail(props: {
   agents: readonly string[];
   onChanged: () => void;
   onDeleted: () => void;
+  lastReply?: LiveReply;
 }) {
   const { conn, contextId } = props;
   const [thread, setThread] = useState<Thread | undefined>();
@@ -194,12 +208,14 @@ function ThreadDetail(props: {
       <ol class="history" aria-label="history">
         {messages.map((m) => {
           const provenance = provenanceLabel(m);
+          const role = roleLabel(m.message?.role ?? 0);
           return (
             <li key={String(m.sequence)} class={`msg prov-${provenance}`}>
               <div class="msg-head">
                 <span class="seq">#{String(m.sequence)}</span>
-                <span class="role">{roleLabel(m.message?.role ?? 0)}</span>
-                <span class={`prov prov-${provenance}`}>{provenance}</span>
+                <span class="role">{role}</span>
+                {/* The provenance only where it says more than the role (inter-session, announce, imported). */}
+                {provenance !== role && <span class={`prov prov-${provenance}`}>{provenance}</span>}
                 <Time ts={m.createTime} />
                 {m.message?.taskId && (
                   <span class="muted">
@@ -221,6 +237,7 @@ function ThreadDetail(props: {
         conn={conn}
         agents={props.agents}
         contextId={contextId}
+        {...(props.lastReply ? { initialReply: props.lastReply } : {})}
         onReplyEnded={() => {
           setReload((n) => n + 1);
           props.onChanged();

@@ -21,7 +21,7 @@ export function registerTenantTransferCommands(program: Command, run: RunCommand
     .command("export")
     .description("Write every thread of your tenant to one file (parley.tenant JSONL)")
     .option("--all", "every thread (required: one thread is parley threads export)")
-    .option("--out <file>", "write to this file (whole or not at all) instead of stdout")
+    .option("--out <file>", "write to this file (whole or not at all) instead of stdout; - is stdout")
     .addHelpText("after", tenantHelp + exitCodeHelp)
     .exitOverride()
     .action((options: { all?: boolean; out?: string }) =>
@@ -48,7 +48,7 @@ export function registerTenantTransferCommands(program: Command, run: RunCommand
   program
     .command("import")
     .description("Import a file written by parley export --all into your tenant (idempotent)")
-    .argument("<file>", "a parley.tenant file")
+    .argument("<file>", "a parley.tenant file, or - for standard input")
     .option("--append", "add a thread's messages after its own when it already holds other messages")
     .option("--batch-bytes <n>", `largest request in bytes (default ${defaultBatchBytes})`, parseBatchBytes)
     .option("--json", "print one JSON object per thread")

@@ -43,13 +43,15 @@ export function addPagingOptions(command: Command, what: string, defaultLimit: n
  * Prints up to `limit` items (or all of them), asking for pages of at most
  * `serverMax` (the RPC's documented maximum page size), then the token of the
  * next page when there is one: in text as "next page token: T", with --json as
- * a last line {"nextPageToken": "T"}. Nothing is cut off without a token saying where to go on.
+ * a last line {"nextPageToken": "T"}. Nothing is cut off without a token saying where to go on. `flush`, when
+ * given, runs after the last item and before the token line (a table printed whole, its columns aligned).
  */
 export async function printPages<T>(
   options: PagingOptions & { readonly json?: boolean },
   limits: { readonly defaultLimit: number; readonly serverMax: number },
   fetch: (pageSize: number, pageToken: string) => Promise<Page<T>>,
   print: (item: T) => void,
+  flush?: () => void,
 ): Promise<{ readonly printed: number; readonly nextPageToken: string }> {
   if (options.all && options.limit !== undefined) throw new UsageError("--all and --limit exclude each other");
   if (options.pageToken !== undefined && options.pageToken.trim() === "") throw new UsageError("--page-token is empty");
@@ -73,6 +75,7 @@ export async function printPages<T>(
     token = page.nextPageToken;
     if (token === "" || printed >= wanted) break;
   }
+  flush?.();
   if (token !== "") {
     if (options.json) jsonLine({ nextPageToken: token });
     else process.stdout.write(`next page token: ${terminalText(token)}\n`);

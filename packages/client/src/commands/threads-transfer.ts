@@ -28,7 +28,7 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
     .command("export")
     .description("Write a thread, losslessly, as a parley.thread JSONL file")
     .argument("<contextId>", "the thread's contextId", parseContextId)
-    .option("--out <file>", "write to this file (whole or not at all) instead of stdout")
+    .option("--out <file>", "write to this file (whole or not at all) instead of stdout; - is stdout")
     .addHelpText("after", formatHelp + exitCodeHelp)
     .exitOverride()
     .action((contextId: string, options: { out?: string }) =>
@@ -41,7 +41,7 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
   threads
     .command("import")
     .description("Import a parley.thread file (idempotent: what the thread already holds is skipped)")
-    .argument("<file>", "a file written by parley threads export")
+    .argument("<file>", "a file written by parley threads export, or - for standard input")
     .option("--context <id>", "import into this contextId instead of the one in the header", parseContextId)
     .option("--append", "add the file's messages after the thread's own when it holds other messages")
     .option("--batch-bytes <n>", `largest request in bytes (default ${defaultBatchBytes})`, parseBatchBytes)
@@ -64,7 +64,7 @@ export function registerThreadTransferCommands(threads: Command, run: RunCommand
   threads
     .command("import-legacy")
     .description("Import a plain JSONL chat log ({role, content, timestamp?} per line) into a thread you name")
-    .argument("<file>", "the log file")
+    .argument("<file>", "the log file, or - for standard input")
     .requiredOption(
       "--context <id>",
       "the contextId the log belongs to (never taken from the file name)",

@@ -1,6 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import { Provenance, Role, ThreadSchema } from "@parley/proto";
 import type { Command } from "commander";
+import { alignedRows } from "../aligned-rows.js";
 import { createConversation, partsText } from "../conversation.js";
 import { ExitCode } from "../errors.js";
 import { terminalId, terminalText } from "../terminal-text.js";
@@ -34,6 +35,7 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
     .action((options: PagingOptions & { json?: boolean }) =>
       run(async (context) => {
         const client = context.client();
+        const rows: string[][] = [];
         const { printed } = await printPages(
           options,
           { defaultLimit: 20, serverMax: listThreadsMax },
@@ -45,7 +47,14 @@ export function registerThreadsCommand(program: Command, run: RunCommand): Comma
             if (options.json) jsonLine(toJson(ThreadSchema, t));
             else {
               const updated = t.updateTime ? new Date(Number(t.updateTime.seconds) * 1000).toISOString() : "";
-              process.stdout.write(`${terminalId(t.contextId)}  ${t.messageCount} messages  ${updated}\n`);
+              rows.push([terminalId(t.contextId), String(t.messageCount), updated]);
+            }
+          },
+          () => {
+            if (rows.length > 0) {
+              process.stdout.write(
+                alignedRows([["CONTEXT ID", "MESSAGES", "UPDATED"], ...rows], ["left", "right", "left"]),
+              );
             }
           },
         );

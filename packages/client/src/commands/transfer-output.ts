@@ -9,9 +9,15 @@ import type { ImportTotals } from "../thread-transfer.js";
 import { totalsText } from "../thread-transfer.js";
 import { jsonLine } from "./output.js";
 
-/** Writes to `out` through a temporary file renamed into place, so a failed export leaves no partial file; or to stdout. */
+/** The file name that stands for standard input (imports) or standard output (`--out`). */
+export const stdio = "-";
+
+/**
+ * Writes to `out` through a temporary file renamed into place, so a failed export leaves no partial file; or to
+ * stdout when `out` is absent or `-`.
+ */
 export function writeExport(out: string | undefined, lines: readonly string[]): void {
-  if (out === undefined) {
+  if (out === undefined || out === stdio) {
     process.stdout.write(lines.join(""));
     return;
   }
@@ -20,14 +26,19 @@ export function writeExport(out: string | undefined, lines: readonly string[]): 
   renameSync(temporary, out);
 }
 
-/** The text of a file to import; its name goes into every line-numbered error. */
+/** The text of a file to import (`-`: standard input, read to its end); its name goes into every line-numbered error. */
 export function readImportFile(file: string): string {
   try {
-    return readFileSync(file, "utf8");
+    return readFileSync(file === stdio ? 0 : file, "utf8");
   } catch (error) {
     // A FILE argument that cannot be read is the command line's mistake, like an unreadable --config.
-    throw new UsageError(`cannot read ${file}: ${(error as Error).message}`);
+    throw new UsageError(`cannot read ${fileLabel(file)}: ${(error as Error).message}`);
   }
+}
+
+/** How errors name a file: `-` is standard input. */
+export function fileLabel(file: string): string {
+  return file === stdio ? "standard input" : file;
 }
 
 /** Prefixes a file error with the file name (`FILE:LINE: reason`). */
@@ -35,7 +46,7 @@ export function inFile<T>(file: string, read: () => T): T {
   try {
     return read();
   } catch (error) {
-    if (error instanceof ThreadFileError) throw new ThreadFileError(error.line, error.reason, file);
+    if (error instanceof ThreadFileError) throw new ThreadFileError(error.line, error.reason, fileLabel(file));
     throw error;
   }
 }

@@ -1,5 +1,6 @@
 import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 import { type EchoOptions, echoInputs, echoReplies } from "./echo-options.js";
+import { echoSummary } from "./echo-summary.js";
 
 export type { EchoInput, EchoReply } from "./echo-options.js";
 
@@ -7,10 +8,16 @@ export type { EchoInput, EchoReply } from "./echo-options.js";
 export type EchoAgentOptions = Readonly<EchoOptions> & { readonly name?: string };
 
 /**
- * By default replies with exactly the input it was given (the history guard
- * block, then the new message), streamed in chunks, so anyone trying Parley
- * sees the history injection at work.
+ * A demo agent that shows what reached it, streamed in chunks: by default a summary (turn, earlier messages by
+ * sender, the new text), so anyone trying Parley sees the history arrive without the guard block repeated turn
+ * after turn; `framed` repeats the whole input (guard block, then the new message), `text` the new message.
  */
+const descriptions: Readonly<Record<(typeof echoInputs)[number], string>> = {
+  summary: "Says what reached it: the turn, the earlier messages that came with it and from whom, the new text",
+  framed: "Replies with exactly the input it was given: the history block, then the new message",
+  text: "Replies with the new message's text (the history is read back, not repeated)",
+};
+
 export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   // The configuration's schema checks these too; these checks are for agents built in code.
   const delayMs = options.delayMs ?? 0;
@@ -22,7 +29,7 @@ export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   if (!echoReplies.includes(reply)) {
     throw new RangeError(`echo reply must be one of ${echoReplies.join(", ")}, got ${JSON.stringify(reply)}`);
   }
-  const input = options.input ?? "framed";
+  const input = options.input ?? "summary";
   const repeat = options.repeat ?? 1;
   if (!Number.isInteger(repeat) || repeat < 1) {
     throw new RangeError(`echo repeat must be a whole number of at least 1, got ${JSON.stringify(options.repeat)}`);
@@ -32,12 +39,10 @@ export function createEchoAgent(options: EchoAgentOptions = {}): Agent {
   }
   return {
     name: options.name ?? "echo",
-    description:
-      input === "framed"
-        ? "Replies with exactly the input it was given: the history block, then the new message"
-        : "Replies with the new message's text (the history is read back, not repeated)",
+    description: descriptions[input],
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
-      const text = (input === "framed" ? turn.framedText : turn.text).repeat(repeat);
+      const said = input === "framed" ? turn.framedText : input === "text" ? turn.text : echoSummary(turn);
+      const text = said.repeat(repeat);
       if (reply === "message" || (reply === "auto" && !turn.streaming)) {
         if (delayMs > 0) await sleep(delayMs, turn.signal);
         yield { type: "message", parts: [{ content: { case: "text", value: text } }] };

@@ -10,8 +10,11 @@ import { millis } from "../config/timer-range.js";
 export const echoReplies = ["task", "message", "auto"] as const;
 export type EchoReply = (typeof echoReplies)[number];
 
-/** What the echo agent repeats: the framed input (history block + new message, the default) or the new text only. */
-export const echoInputs = ["framed", "text"] as const;
+/**
+ * What the echo agent answers with: `summary` (the default) says what reached it (turn, earlier messages by
+ * sender, the new text), `framed` repeats its whole input (history block + new message), `text` the new text only.
+ */
+export const echoInputs = ["summary", "framed", "text"] as const;
 export type EchoInput = (typeof echoInputs)[number];
 
 /** The `options` of an echo agent in the configuration; createEchoAgent supplies the defaults. */
@@ -23,9 +26,9 @@ export const echoOptionsSchema = z.strictObject({
   /** Task with streamed chunks (default), one Message, or chosen by whether the caller streams. */
   reply: z.enum(echoReplies).optional(),
   /**
-   * Repeat the framed input (default) or only the new message's text. The
-   * history is read and framed either way; `text` keeps replies as short as
-   * the caller's messages (the benchmark uses it to match the anchor's echo).
+   * Summarise what arrived (default), repeat the framed input, or only the new message's text. The history is
+   * read either way; `text` keeps replies as short as the caller's messages (the benchmark uses it to match the
+   * anchor's echo).
    */
   input: z.enum(echoInputs).optional(),
   /** Says what it repeats this many times over (default 1): a long reply from a short message, for load tests. */

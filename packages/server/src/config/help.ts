@@ -80,7 +80,7 @@ function cell(text: string): string {
   return text.replaceAll("|", "\\|");
 }
 
-/** The README's configuration tables (markdown), generated from the schema like the help text. */
+/** The configuration tables of docs/configuration.md (markdown), generated from the schema like the help text. */
 export function renderConfigTable(): string {
   const code = (text: string | undefined) => (text ? `\`${cell(text)}\`` : "");
   const rows = settingList.map((s) =>

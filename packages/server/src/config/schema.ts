@@ -12,14 +12,14 @@ import { millis } from "./timer-range.js";
  * The one definition of every setting of parley-server and parley-bridge: its
  * type and range (zod), its default, and, in `settings`, what it does and which
  * environment variable and flag set it. The loader, the error messages, the
- * help text and the README's configuration table are all derived from here.
+ * help text and docs/configuration.md are all derived from here.
  *
  * To add a setting: add a field to the right section below, wrapped in
  * `setting(schema.default(value), { description, env?, flag? })`, then run
- * `npm run docs:config` so the README table follows (a test compares them).
+ * `npm run docs:config` so the configuration doc table follows (a test compares them).
  */
 export interface SettingMeta {
-  /** What the setting does, one line, for the help text and the README table. */
+  /** What the setting does, one line, for the help text and the configuration doc table. */
   readonly description: string;
   /** The environment variable that sets it. */
   readonly env?: string;
@@ -55,7 +55,7 @@ const tenantRetention = z.preprocess(
 );
 
 export const agentTypes = ["echo", "openai", "a2a", "conformance", "script"] as const;
-/** What an acknowledged LevelDB write survives (see the README's "Durability"). */
+/** What an acknowledged LevelDB write survives (see docs/operations.md, "Durability"). */
 export const durabilityModes = ["process-crash", "synced"] as const;
 export const logLevels = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
 
@@ -110,7 +110,7 @@ export const peerSchema = z.strictObject({
 export const defaultAgent = {
   name: "echo",
   type: "echo",
-  description: "Replies with exactly the input it was given",
+  description: "Says what reached it: the turn, the earlier messages and who wrote them, the new text",
 } as const satisfies z.input<typeof agentSchema>;
 
 export const parleyConfigSchema = z
@@ -217,7 +217,7 @@ export const parleyConfigSchema = z
       }),
     }),
     agents: setting(z.array(agentSchema).min(1).default([defaultAgent]), {
-      description: `hosted agents, the first is the default: [{ "name", "type": ${agentTypes.join("|")}, "description"?, "options" }], "options" optional for echo and conformance (each type's options: README "Agents")`,
+      description: `hosted agents, the first is the default: [{ "name", "type": ${agentTypes.join("|")}, "description"?, "options" }], "options" optional for echo and conformance (each type's options: docs/agents-and-sessions.md)`,
       allowed: "a non-empty list of agents with distinct names",
     }),
     peers: setting(z.array(peerSchema).default([]), {

@@ -4,7 +4,7 @@ import { defaultConfig, parleyConfigSchema, type SettingMeta, settings } from ".
 /** What kind of value a setting holds; decides how environment and flag text is read. */
 export type SettingKind = "number" | "boolean" | "string" | "list" | "map" | "other";
 
-/** One setting of the schema, found by walking it: the source of the help text, the README table and the loader. */
+/** One setting of the schema, found by walking it: the source of the help text, the configuration doc table and the loader. */
 export interface SettingInfo {
   /** Dotted path in the config file, e.g. "limits.maxMessageBytes". */
   readonly path: string;

@@ -183,7 +183,7 @@ export function mergeLayers(layers: readonly Layer[]): Layer {
 /**
  * Environment variables that are not one setting each: they pick the hosted
  * agent or fill in options of every agent of one type. Listed here so the help
- * text and the README are generated from the same entries the loader reads.
+ * text and docs/configuration.md are generated from the same entries the loader reads.
  */
 export interface AgentShortcut {
   readonly env: string;
@@ -222,7 +222,8 @@ export const agentShortcuts: readonly AgentShortcut[] = [
   },
   {
     env: "PARLEY_ECHO_INPUT",
-    description: "echo agents: framed (history block + new message) or text (the new message only)",
+    description:
+      "echo agents: summary (turn, earlier messages by sender, new text; default), framed (history block + new message) or text (the new message only)",
     schema: z.enum(echoInputs),
     option: { agentType: "echo", key: "input" },
   },

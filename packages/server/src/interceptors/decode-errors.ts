@@ -13,9 +13,9 @@ import {
   type UniversalServerResponse,
 } from "@connectrpc/connect/protocol";
 import { codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 import { requestNotDecodable } from "../errors.js";
+import { setGrpcStatus } from "../grpc-status.js";
 import { networkOnlyInterceptor } from "./network-only.js";
 
 /**
@@ -178,7 +178,7 @@ function grpcStatusError(trailer: Headers): ConnectError | undefined {
 function rewriteGrpcTrailer(trailer: Headers, typeName: string): void {
   const error = grpcStatusError(trailer);
   const classified = error && classifyDecodeError(error, typeName);
-  if (classified) setTrailerStatus(trailer, classified);
+  if (classified) setGrpcStatus(trailer, classified);
 }
 
 /** gRPC-Web carries the status in a trailer frame at the end of the body. */

@@ -12,8 +12,8 @@ import {
   headerTimeout,
   parseContentType,
   parseTimeout,
-  setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
+import { setGrpcStatus } from "../grpc-status.js";
 import type { NodeRequest, NodeResponse } from "./http-front.js";
 import {
   appendHeaders,
@@ -49,7 +49,7 @@ import { refuseGrpc } from "./rpc-refusal.js";
  * What it keeps of connect-es: the content types, grpc-timeout parsing,
  * compression negotiation and codecs, the method's serialization (readMaxBytes,
  * writeMaxBytes and the router's binary and JSON options), and the status
- * trailers (setTrailerStatus, with error details). A call that fails before
+ * trailers (setGrpcStatus, with error details). A call that fails before
  * its first response message is answered trailers-only; a stream that fails
  * later ends with the error in its trailers. A request that cannot be decoded
  * answers INVALID_ARGUMENT, as the router's routes do (decode-errors.ts). The
@@ -103,7 +103,7 @@ export function createGrpcRoute(
       // The status in the trailers: OK, or the error the stream failed with.
       const finish = (failure: unknown) => {
         const trailer = new Headers(response.trailer);
-        setTrailerStatus(trailer, failure === undefined ? undefined : asConnectError(failure));
+        setGrpcStatus(trailer, failure === undefined ? undefined : asConnectError(failure));
         res.addTrailers(appendHeaders({}, trailer));
         res.end();
       };

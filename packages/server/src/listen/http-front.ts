@@ -86,6 +86,8 @@ export function createHttpFront<Req extends NodeRequest, Res extends NodeRespons
 }
 
 interface RequestNotes {
+  /** The protocol the request turned out to speak, when not the route's own (Connect calls on the bridge's port). */
+  protocol?: RequestProtocol;
   method?: string;
   code?: string;
   error?: string;
@@ -124,11 +126,12 @@ export function trackHttpRequests<Req extends NodeRequest, Res extends NodeRespo
       const seconds = (performance.now() - start) / 1000;
       const method = note.method ?? "http";
       const code = note.code ?? (res.statusCode < 400 && res.writableFinished ? "ok" : `http_${res.statusCode}`);
-      metrics?.request(protocol, method, code, seconds);
-      if (requestLog?.writes(protocol, code)) {
+      const spoken = note.protocol ?? protocol;
+      metrics?.request(spoken, method, code, seconds);
+      if (requestLog?.writes(spoken, code)) {
         requestLog.write({
           requestId: String(req.headers[wireHeaders.requestId] ?? ""),
-          protocol,
+          protocol: spoken,
           method,
           code,
           durationMs: Math.round(seconds * 1e6) / 1e3,
@@ -138,6 +141,7 @@ export function trackHttpRequests<Req extends NodeRequest, Res extends NodeRespo
       if (span) {
         span.updateName(method);
         span.setAttribute("rpc.method", method);
+        span.setAttribute("parley.protocol", spoken);
         span.setAttribute("http.response.status_code", res.statusCode);
         span.setAttribute("rpc.jsonrpc.error_code", code);
         span.end();

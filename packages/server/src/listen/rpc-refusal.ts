@@ -2,7 +2,7 @@ import type { OutgoingHttpHeaders } from "node:http";
 import * as http2 from "node:http2";
 import { type Code, ConnectError } from "@connectrpc/connect";
 import { endStreamToJson, errorToJson } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { setGrpcStatus } from "../grpc-status.js";
 import { type NodeRequest, type NodeResponse, writeHead } from "./http-front.js";
 
 /**
@@ -55,7 +55,7 @@ export function refuseGrpc(
   error: ConnectError,
 ): void {
   const fields: OutgoingHttpHeaders = { ...headers };
-  setTrailerStatus(new Headers(), error).forEach((value, name) => {
+  setGrpcStatus(new Headers(), error).forEach((value, name) => {
     fields[name] = value;
   });
   // setTrailerStatus keeps protocol headers out of an error's metadata, but gRPC's compression spec answers a
