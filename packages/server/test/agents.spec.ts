@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Message, type Task, TaskState } from "@parley/proto";
+import { type Message, type Task, TaskState, type TaskStatusUpdateEvent } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEchoAgent } from "../src/agents/echo-agent.js";
 import { loadConfig, messageText, parseScript } from "../src/index.js";
@@ -160,12 +160,15 @@ describe("the echo agent's reply modes", () => {
     expect(events.at(-1)?.payload.case).toBe("statusUpdate");
   });
 
-  it("message: a streaming caller gets the one Message too", async () => {
+  it("message: a streaming caller gets the task first, then the reply as the task's end", async () => {
     const events = await collect(
       server.a2a("grpc", { "parley-agent": "message" }).sendStreamingMessage({ message: userMessage("whole") }),
     );
-    expect(events.map((e) => e.payload.case)).toEqual(["message"]);
-    expect(messageText(events[0]!.payload.value as Message)).toBe("whole");
+    // A stream starts with its task before the agent answers, so the Message becomes the task's final status.
+    expect(events.map((e) => e.payload.case)).toEqual(["task", "statusUpdate", "statusUpdate"]);
+    const last = events.at(-1)!.payload.value as TaskStatusUpdateEvent;
+    expect(last.status?.state).toBe(TaskState.COMPLETED);
+    expect(messageText(last.status!.message!)).toBe("whole");
   });
 
   it("input text: repeats only the new message, though the history was read", async () => {
