@@ -20,22 +20,36 @@ const maxEventChars = 16 * 1024 * 1024;
 /** JSON-RPC code of UnsupportedOperationError: a peer that refuses the stream itself. */
 const unsupportedOperation = -32004;
 
-/** Where a JSON-RPC peer's card may be: beside its URL (a Parley bridge's /agents/NAME/), then at its origin. */
-function cardUrls(url: string): string[] {
-  const beside = new URL(".well-known/agent-card.json", url).href;
-  const atOrigin = new URL("/.well-known/agent-card.json", url).href;
-  return beside === atOrigin ? [atOrigin] : [beside, atOrigin];
-}
+/** A URL compared with another: trailing slashes aside. */
+const sameUrl = (a: string, b: string) => a.replace(/\/+$/, "") === b.replace(/\/+$/, "");
 
-/** Whether the peer's card says it streams (capabilities.streaming); false when no card can be read. */
+type CardJson = {
+  capabilities?: { streaming?: unknown };
+  supportedInterfaces?: { url?: unknown }[];
+  url?: unknown;
+};
+
+/**
+ * Whether the peer's card says it streams (capabilities.streaming). The card beside the peer's URL is its own
+ * (a Parley bridge's /agents/NAME/); the one at its origin only when it lists that URL among its interfaces, since
+ * it may describe another agent of the server. False when neither is there.
+ */
 async function cardSaysStreaming(peer: PeerConfig): Promise<boolean> {
   const headers = peerCallHeaders(peer);
-  for (const url of cardUrls(peer.url)) {
+  const beside = new URL(".well-known/agent-card.json", peer.url).href;
+  const atOrigin = new URL("/.well-known/agent-card.json", peer.url).href;
+  for (const url of beside === atOrigin ? [beside] : [beside, atOrigin]) {
     try {
       const response = await fetch(url, { headers, signal: AbortSignal.timeout(cardTimeoutMs) });
       if (!response.ok) continue;
-      const card = (await response.json()) as { capabilities?: { streaming?: unknown } } | null;
-      if (card && typeof card === "object") return card.capabilities?.streaming === true;
+      const card = (await response.json()) as CardJson | null;
+      if (!card || typeof card !== "object") continue;
+      const urls = [
+        card.url,
+        ...(Array.isArray(card.supportedInterfaces) ? card.supportedInterfaces.map((i) => i?.url) : []),
+      ];
+      const own = url === beside || urls.some((u) => typeof u === "string" && sameUrl(u, peer.url));
+      if (own) return card.capabilities?.streaming === true;
     } catch {
       // No card here (or none that parses): the next place, then one send.
     }
