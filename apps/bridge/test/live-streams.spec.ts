@@ -311,6 +311,33 @@ describe("the task first, before the agent's first token (a model that waits 2 s
     expect(first.at).toBeLessThan(modelCallAfter(slowModel, sentAt).firstChunkAt!);
   });
 
+  it("SubscribeToTask to a task sent with returnImmediately: the task first, before the model sent anything", async () => {
+    const client = createClient(A2AService, createGrpcTransport({ baseUrl: `http://${edge.grpcAddress}` }));
+    const contextId = `subscribe-${randomUUID()}`;
+    const sentAt = performance.now();
+    const sent = await client.sendMessage(
+      {
+        message: {
+          messageId: randomUUID(),
+          contextId,
+          role: Role.USER,
+          parts: [{ content: { case: "text", value: "hi" } }],
+        },
+        configuration: { returnImmediately: true },
+      },
+      { headers: { [wire.agent]: "slow" } },
+    );
+    expect(sent.payload.case).toBe("task");
+    const id = (sent.payload.value as { id: string }).id;
+    const events: { at: number; case: string | undefined }[] = [];
+    for await (const event of client.subscribeToTask({ id }, { headers: { [wire.agent]: "slow" } })) {
+      events.push({ at: performance.now(), case: event.payload.case });
+    }
+    expect(events[0]!.case).toBe("task");
+    expect(events[0]!.at).toBeLessThan(modelCallAfter(slowModel, sentAt).firstChunkAt!);
+    expect(events.at(-1)!.case).toBe("statusUpdate");
+  });
+
   it("a quiet stream hears keep-alive comments, also a resubscribe before its first event, and its ids go on", async () => {
     const contextId = `quiet-${randomUUID()}`;
     const url = agentUrl(edge, "slow");
