@@ -27,6 +27,8 @@ let brokenPeer: Server;
 let brokenPeerUrl: string;
 const brokenPeerMethods: string[] = [];
 let edge: SpawnedBridge;
+/** A model host that a test kills mid-stream. */
+let doomed: SpawnedBridge;
 let mid: SpawnedBridge;
 let front: SpawnedBridge;
 let upstreamUrl: string;
@@ -113,6 +115,10 @@ beforeAll(async () => {
       bridge: { keepAliveMs: 300 },
     },
   });
+  doomed = await spawnBridge({
+    dir: dir("doomed"),
+    config: { agents: [openai("long", longModel)] },
+  });
   mid = await spawnBridge({
     dir: dir("mid"),
     config: {
@@ -122,6 +128,7 @@ beforeAll(async () => {
         forward("long", "edge-long"),
         forward("broken", "broken"),
         forward("plain", "plain"),
+        forward("doomed", "doomed"),
       ],
       peers: [
         { name: "edge-rpc", url: agentUrl(edge, "stream"), protocol: "jsonrpc" },
@@ -129,6 +136,7 @@ beforeAll(async () => {
         { name: "edge-long", url: agentUrl(edge, "long"), protocol: "jsonrpc" },
         { name: "broken", url: brokenPeerUrl, protocol: "jsonrpc" },
         { name: "plain", url: `${brokenPeerUrl}plain/`, protocol: "jsonrpc" },
+        { name: "doomed", url: `http://${doomed.grpcAddress}`, protocol: "grpc", agent: "long" },
       ],
     },
   });
@@ -159,8 +167,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   stopUpstream?.();
-  for (const server of [front, mid, edge]) {
-    if (!server) continue;
+  for (const server of [front, mid, edge, doomed]) {
+    if (!server || server.child.exitCode !== null || server.child.signalCode !== null) continue;
     server.child.kill("SIGTERM");
     await server.exited;
   }
@@ -475,6 +483,27 @@ describe("a2a agents relay their peer's stream as it arrives", () => {
     expect(statusText(end)).toMatch(/broke off its stream after 2 events/);
     expect(brokenPeerMethods).toContain("broken SendStreamingMessage");
   });
+
+  it("a Parley peer (gRPC) killed mid-stream ends the caller's task FAILED, naming the peer's URL", async () => {
+    const contextId = `killed-${randomUUID()}`;
+    const stream = sse(agentUrl(mid, "doomed"), "SendStreamingMessage", { message: userMessage("hello", contextId) });
+    // Killed once its chunks reach mid's task.
+    for (;;) {
+      const [task] = await tasksOf(mid, contextId);
+      if (task && storedText(task) !== "") break;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    doomed.child.kill("SIGKILL");
+    await doomed.exited;
+    const { events } = await stream;
+    expect(chunks(events).length).toBeGreaterThan(0);
+    const end = resultOf(events.at(-1)!).statusUpdate as Record<string, unknown>;
+    expect(stateOf(end)).toBe("TASK_STATE_FAILED");
+    expect(statusText(end)).toContain(`http://${doomed.grpcAddress}`);
+    expect(statusText(end)).toMatch(/broke off its stream after \d+ events/);
+    const [stored] = await tasksOf(mid, contextId);
+    expect(stateOf(stored!)).toBe("TASK_STATE_FAILED");
+  }, 30_000);
 
   it("a peer whose card does not stream is sent to once, as before", async () => {
     const contextId = `plain-${randomUUID()}`;

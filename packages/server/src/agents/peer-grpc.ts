@@ -43,7 +43,10 @@ export function createGrpcPeerStream(peer: PeerConfig) {
         } catch (error) {
           const failure = describePeerFailure(peer, error, signal);
           if (signal.aborted || !(failure instanceof PeerError)) throw failure;
-          throw new PeerError(`${failure.message} (its stream broke off after ${received} events)`);
+          const cause = error instanceof ConnectError ? `${Code[error.code]}: ${error.rawMessage}` : failure.message;
+          throw new PeerError(
+            `peer ${peer.name} (${peer.url}) broke off its stream after ${received} events: ${cause}`,
+          );
         } finally {
           await events.return?.();
         }
