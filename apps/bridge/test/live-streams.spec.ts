@@ -125,6 +125,7 @@ beforeAll(async () => {
       agents: [
         forward("rpc", "edge-rpc"),
         forward("grpc", "edge-grpc"),
+        forward("v03", "edge-v03"),
         forward("long", "edge-long"),
         forward("broken", "broken"),
         forward("plain", "plain"),
@@ -133,6 +134,7 @@ beforeAll(async () => {
       peers: [
         { name: "edge-rpc", url: agentUrl(edge, "stream"), protocol: "jsonrpc" },
         { name: "edge-grpc", url: `http://${edge.grpcAddress}`, protocol: "grpc", agent: "stream" },
+        { name: "edge-v03", url: agentUrl(edge, "stream"), protocol: "jsonrpc", a2aVersion: "0.3" },
         { name: "edge-long", url: agentUrl(edge, "long"), protocol: "jsonrpc" },
         { name: "broken", url: brokenPeerUrl, protocol: "jsonrpc" },
         { name: "plain", url: `${brokenPeerUrl}plain/`, protocol: "jsonrpc" },
@@ -376,6 +378,7 @@ describe("a2a agents relay their peer's stream as it arrives", () => {
   it.each([
     ["one hop, JSON-RPC peer", () => [mid, "rpc", [edge]] as const],
     ["one hop, gRPC peer", () => [mid, "grpc", [edge]] as const],
+    ["one hop, JSON-RPC 0.3 peer", () => [mid, "v03", [edge]] as const],
     ["two hops, JSON-RPC peers", () => [front, "rpc2", [mid, edge]] as const],
     ["two hops, gRPC peers", () => [front, "grpc2", [mid, edge]] as const],
   ])("%s: the model's chunks reach the caller as separate events, live, stored alike", async (_name, setup) => {

@@ -193,7 +193,7 @@ async function callGrpc(
 }
 
 /** The v0.3 JSON form of a text message (the only kind Parley forwards). */
-function messageToV03(message: Message): JsonObject {
+export function messageToV03(message: Message): JsonObject {
   return {
     kind: "message",
     messageId: message.messageId,
@@ -205,7 +205,7 @@ function messageToV03(message: Message): JsonObject {
   };
 }
 
-const v03States: Readonly<Record<string, TaskState>> = {
+export const v03States: Readonly<Record<string, TaskState>> = {
   submitted: TaskState.SUBMITTED,
   working: TaskState.WORKING,
   "input-required": TaskState.INPUT_REQUIRED,
@@ -216,9 +216,9 @@ const v03States: Readonly<Record<string, TaskState>> = {
   rejected: TaskState.REJECTED,
 };
 
-type V03Object = { readonly [key: string]: JsonValue | undefined };
+export type V03Object = { readonly [key: string]: JsonValue | undefined };
 
-function v03Parts(value: JsonValue | undefined) {
+export function v03Parts(value: JsonValue | undefined) {
   const parts = Array.isArray(value) ? value : [];
   return parts.flatMap((p) => {
     const o = (p ?? {}) as V03Object;
@@ -228,7 +228,7 @@ function v03Parts(value: JsonValue | undefined) {
   });
 }
 
-function v03Message(value: JsonValue | undefined): Message {
+export function v03Message(value: JsonValue | undefined): Message {
   const o = (value ?? {}) as V03Object;
   return create(MessageSchema, {
     messageId: typeof o.messageId === "string" ? o.messageId : "",
@@ -239,7 +239,7 @@ function v03Message(value: JsonValue | undefined): Message {
   });
 }
 
-function answerFromV03(peer: PeerConfig, result: JsonValue | undefined): PeerAnswer {
+export function answerFromV03(peer: PeerConfig, result: JsonValue | undefined): PeerAnswer {
   const o = (result ?? {}) as V03Object;
   if (o.kind === "message") return { kind: "message", message: v03Message(result) };
   if (o.kind !== "task")

@@ -4,11 +4,13 @@ import type { PeerConfig } from "../config.js";
 import {
   describePeerFailure,
   jsonRpcFailure,
+  messageToV03,
   PeerError,
   peerCallHeaders,
   socketCauseOf,
   summary,
 } from "./peer-call.js";
+import { streamEventFromV03 } from "./peer-v03-events.js";
 import { sseEvents } from "./sse-events.js";
 
 /** How long a peer's card is trusted before it is read again (a peer may switch streaming on or off). */
@@ -73,9 +75,10 @@ function jsonRpcBody(raw: string): JsonRpcBody | undefined {
 }
 
 /**
- * SendStreamingMessage over SSE and CancelTask on a JSON-RPC 1.0 peer whose
- * card says it streams; a 0.3 peer, or one without a streaming card, is sent
- * to once (the card is read again after cardTtlMs).
+ * SendStreamingMessage over SSE and CancelTask on a JSON-RPC peer whose card
+ * says it streams (message/stream and tasks/cancel for a 0.3 peer, its events
+ * read into the 1.0 form); one without a streaming card is sent to once (the
+ * card is read again after cardTtlMs).
  */
 export function createJsonRpcPeerStream(peer: PeerConfig) {
   let card: { readonly at: number; readonly streams: Promise<boolean> } | undefined;
@@ -84,6 +87,11 @@ export function createJsonRpcPeerStream(peer: PeerConfig) {
       card = { at: Date.now(), streams: cardSaysStreaming(peer) };
     return card.streams;
   };
+  const v03 = peer.a2aVersion === "0.3";
+  const eventOf = (result: JsonValue | undefined): StreamResponse =>
+    v03
+      ? streamEventFromV03(peer, result)
+      : fromJson(StreamResponseSchema, result ?? null, { ignoreUnknownFields: true });
   const post = (method: string, params: JsonValue, signal: AbortSignal, accept: string) =>
     fetch(peer.url, {
       method: "POST",
@@ -94,11 +102,13 @@ export function createJsonRpcPeerStream(peer: PeerConfig) {
 
   return {
     async stream(message: Message, signal: AbortSignal): Promise<AsyncIterable<StreamResponse> | undefined> {
-      if (peer.a2aVersion === "0.3" || !(await streams())) return undefined;
-      const params = toJson(SendMessageRequestSchema, create(SendMessageRequestSchema, { message }));
+      if (!(await streams())) return undefined;
+      const params = v03
+        ? { message: messageToV03(message) }
+        : toJson(SendMessageRequestSchema, create(SendMessageRequestSchema, { message }));
       let response: Response;
       try {
-        response = await post("SendStreamingMessage", params, signal, "text/event-stream");
+        response = await post(v03 ? "message/stream" : "SendStreamingMessage", params, signal, "text/event-stream");
       } catch (error) {
         throw describePeerFailure(peer, error, signal);
       }
@@ -111,14 +121,14 @@ export function createJsonRpcPeerStream(peer: PeerConfig) {
         const body = jsonRpcBody(raw);
         if (!body) {
           throw new PeerError(
-            `peer ${peer.name} (${peer.url}) answered SendStreamingMessage with HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""} and no event stream: ${summary(raw)}`,
+            `peer ${peer.name} (${peer.url}) answered ${v03 ? "message/stream" : "SendStreamingMessage"} with HTTP ${status}${response.statusText ? ` ${response.statusText}` : ""} and no event stream: ${summary(raw)}`,
           );
         }
         if (body.error !== undefined) {
           if ((body.error as { code?: unknown }).code === unsupportedOperation) return undefined;
           throw jsonRpcFailure(peer, status, body.error);
         }
-        const only = fromJson(StreamResponseSchema, body.result ?? null, { ignoreUnknownFields: true });
+        const only = eventOf(body.result);
         return (async function* () {
           yield only;
         })();
@@ -136,7 +146,7 @@ export function createJsonRpcPeerStream(peer: PeerConfig) {
             }
             if (parsed.error !== undefined) throw jsonRpcFailure(peer, status, parsed.error);
             received++;
-            yield fromJson(StreamResponseSchema, parsed.result ?? null, { ignoreUnknownFields: true });
+            yield eventOf(parsed.result);
           }
         } catch (error) {
           if (error instanceof PeerError || signal.aborted) throw describePeerFailure(peer, error, signal);
@@ -155,7 +165,7 @@ export function createJsonRpcPeerStream(peer: PeerConfig) {
       let response: Response;
       let raw: string;
       try {
-        response = await post("CancelTask", { id: taskId }, signal, "application/json");
+        response = await post(v03 ? "tasks/cancel" : "CancelTask", { id: taskId }, signal, "application/json");
         raw = await response.text();
       } catch (error) {
         throw describePeerFailure(peer, error, signal);
