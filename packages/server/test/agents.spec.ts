@@ -125,6 +125,36 @@ describe("the a2a peer agent", () => {
   });
 });
 
+describe("the a2a peer agent following its peer's stream", () => {
+  let remote: TestServer;
+  let local: TestServer;
+  beforeAll(async () => {
+    remote = await startTestServer({
+      agents: [{ name: "late", type: "script", options: { replies: [{ reply: "too late", delayMs: 60_000 }] } }],
+    });
+    local = await startTestServer({
+      peers: [{ name: "remote", url: remote.baseUrl, protocol: "grpc" }],
+      agents: [{ name: "relay", type: "a2a", options: { peer: "remote" } }],
+      limits: { agentStepTimeoutMs: 1_000 },
+    });
+  });
+  afterAll(async () => {
+    await local.close();
+    await remote.close();
+  });
+
+  it("cancels the peer's task when this hop's step times out", async () => {
+    const contextId = `timeout-${crypto.randomUUID()}`;
+    const res = await local.a2a("grpc").sendMessage({ message: userMessage("anyone?", { contextId }) });
+    const task = res.payload.value as Task;
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(messageText(task.status!.message!)).toContain("limits.agentStepTimeoutMs");
+    // The peer's task was canceled before this hop's ended: no wait for it.
+    const onPeer = await remote.a2a("grpc").listTasks({ contextId });
+    expect(onPeer.tasks.map((t) => t.status?.state)).toEqual([TaskState.CANCELED]);
+  });
+});
+
 describe("the echo agent's reply modes", () => {
   let server: TestServer;
   beforeAll(async () => {
