@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { A2AService, Role, TaskState, headers as wire } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnUntilReady } from "../../../packages/server/test/fixtures/spawn-process.js";
@@ -295,6 +295,7 @@ describe("the task first, before the agent's first token (a model that waits 2 s
   it.each([
     ["gRPC", () => createGrpcTransport({ baseUrl: `http://${edge.grpcAddress}` })],
     ["Connect", () => createConnectTransport({ baseUrl: `http://${edge.grpcAddress}`, httpVersion: "2" })],
+    ["gRPC-Web", () => createGrpcWebTransport({ baseUrl: `http://${edge.grpcAddress}`, httpVersion: "2" })],
   ])("%s: the first event is the task, before the model sent anything", async (_name, transport) => {
     const client = createClient(A2AService, transport());
     const contextId = `first-${randomUUID()}`;
