@@ -310,7 +310,7 @@ describe("the task first, before the agent's first token (a model that waits 2 s
           parts: [{ content: { case: "text", value: "hi" } }],
         },
       },
-      { headers: { [wire.agent]: "slow" } },
+      { headers: { [wire.agent]: "slow", [wire.a2aVersion]: "1.0" } },
     );
     for await (const event of stream) events.push({ at: performance.now(), payload: event.payload });
     const first = events[0]!;
@@ -336,12 +336,15 @@ describe("the task first, before the agent's first token (a model that waits 2 s
         },
         configuration: { returnImmediately: true },
       },
-      { headers: { [wire.agent]: "slow" } },
+      { headers: { [wire.agent]: "slow", [wire.a2aVersion]: "1.0" } },
     );
     expect(sent.payload.case).toBe("task");
     const id = (sent.payload.value as { id: string }).id;
     const events: { at: number; case: string | undefined }[] = [];
-    for await (const event of client.subscribeToTask({ id }, { headers: { [wire.agent]: "slow" } })) {
+    for await (const event of client.subscribeToTask(
+      { id },
+      { headers: { [wire.agent]: "slow", [wire.a2aVersion]: "1.0" } },
+    )) {
       events.push({ at: performance.now(), case: event.payload.case });
     }
     expect(events[0]!.case).toBe("task");
