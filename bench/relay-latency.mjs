@@ -83,7 +83,7 @@ async function streamOnce(url) {
       jsonrpc: "2.0",
       id: 1,
       method: "SendStreamingMessage",
-      params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: "go" }] } },
+      params: { message: { messageId: randomUUID(), role: "ROLE_USER", parts: [{ text: `go ${randomUUID()}` }] } },
     }),
   });
   const decoder = new TextDecoder();
