@@ -5,8 +5,8 @@
 //
 //   node --expose-gc bench/held-streams.mjs [--root=DIR] [--count=1000] [--delay=700] [--chunks=8] [--snapshot=DIR]
 //
-// --delay is the echo agent's pause before each of its --chunks artifact chunks; a stream's first event comes with
-// the first chunk. A delay longer than the opening and the snapshots take (--delay=12000 --chunks=2) holds every
+// --delay is the echo agent's pause before each of its --chunks artifact chunks; a stream's first event (its task)
+// comes at once, its first chunk after --delay. A delay longer than the opening and the snapshots take (--delay=12000 --chunks=2) holds every
 // stream at the same event, so the per-stream bytes of two builds compare (--root=DIR measures another checkout).
 //
 // The server runs in this process; the clients run in a child process, so their memory is not counted.

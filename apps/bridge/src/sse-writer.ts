@@ -47,8 +47,9 @@ export const defaultSseLimits: SseLimits = {
 export interface SseWriter {
   /**
    * Streams `stream.upstream` to `res`. The first event is awaited before any
-   * byte is written, so a failure before it rejects and is still answered as a
-   * plain JSON-RPC error; later failures become an `event: error`.
+   * byte is written (for up to one keep-alive interval), so a failure before it
+   * rejects and is still answered as a plain JSON-RPC error; later failures
+   * become an `event: error`.
    */
   write(res: ServerResponse, stream: SseStream): Promise<void>;
   /** Ends every open stream with an error event naming `reason`; resolves once their last bytes are out. */
@@ -137,16 +138,35 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       // An upstream that ignored parley-resume-after replays from its start: drop what the client already has.
       return resume !== undefined && seq <= resume.afterSeq;
     };
+    // A first event that is slow to come (a resubscribe waiting for the task's next event; an upstream that sends
+    // the task late): the headers go out after keepAliveMs with a comment, and a comment every keepAliveMs after,
+    // so no intermediary cuts a silent response. Comments carry no id: event numbering is untouched.
+    const early = setInterval(() => {
+      if (res.destroyed) return;
+      if (!res.headersSent) res.writeHead(200, sseHeaders);
+      res.write(": keep-alive\n\n");
+    }, keepAliveMs);
     let first: IteratorResult<Message>;
-    do {
-      try {
-        first = await pull();
-      } finally {
-        pulling = false;
+    try {
+      do {
+        try {
+          first = await pull();
+        } finally {
+          pulling = false;
+        }
+      } while (!first.done && skip());
+    } catch (error) {
+      clearInterval(early);
+      // Before any byte a failure is a plain JSON-RPC error (the caller answers it); after a comment, an error event.
+      if (!res.headersSent) throw error;
+      if (!upstreamAbort.signal.aborted && !res.destroyed) {
+        res.end(`event: error\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: stream.failure(error) })}\n\n`);
       }
-    } while (!first.done && skip());
+      return;
+    }
+    clearInterval(early);
     // The headers go out with the first event (written right below), in one packet.
-    res.writeHead(200, sseHeaders);
+    if (!res.headersSent) res.writeHead(200, sseHeaders);
     let corked = false;
     let wrote = true;
     /** Hands what the tick corked to the socket; also before end(), which drops corked bytes on Node 24. */

@@ -33,6 +33,11 @@ const snapshot = create(StreamResponseSchema, {
 });
 
 describe("reduceReply", () => {
+  it("reads a reply given as the COMPLETED status's message when no artifact came", () => {
+    const events = [snapshot, status(TaskState.WORKING, 1000), status(TaskState.COMPLETED, 1100, "whole answer")];
+    expect(replyText(events.reduce(reduceReply, emptyReply))).toBe("whole answer");
+  });
+
   it("grows the reply chunk by chunk and records each state once, in order", () => {
     const events = [
       snapshot,

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type Message, type Task, TaskState } from "@parley/proto";
+import { type Message, type Task, TaskState, type TaskStatusUpdateEvent } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentTurn } from "../src/agents/agent.js";
 import { createEchoAgent } from "../src/agents/echo-agent.js";
@@ -127,6 +127,36 @@ describe("the a2a peer agent", () => {
   });
 });
 
+describe("the a2a peer agent following its peer's stream", () => {
+  let remote: TestServer;
+  let local: TestServer;
+  beforeAll(async () => {
+    remote = await startTestServer({
+      agents: [{ name: "late", type: "script", options: { replies: [{ reply: "too late", delayMs: 60_000 }] } }],
+    });
+    local = await startTestServer({
+      peers: [{ name: "remote", url: remote.baseUrl, protocol: "grpc" }],
+      agents: [{ name: "relay", type: "a2a", options: { peer: "remote" } }],
+      limits: { agentStepTimeoutMs: 1_000 },
+    });
+  });
+  afterAll(async () => {
+    await local.close();
+    await remote.close();
+  });
+
+  it("cancels the peer's task when this hop's step times out", async () => {
+    const contextId = `timeout-${crypto.randomUUID()}`;
+    const res = await local.a2a("grpc").sendMessage({ message: userMessage("anyone?", { contextId }) });
+    const task = res.payload.value as Task;
+    expect(task.status?.state).toBe(TaskState.FAILED);
+    expect(messageText(task.status!.message!)).toContain("limits.agentStepTimeoutMs");
+    // The peer's task was canceled before this hop's ended: no wait for it.
+    const onPeer = await remote.a2a("grpc").listTasks({ contextId });
+    expect(onPeer.tasks.map((t) => t.status?.state)).toEqual([TaskState.CANCELED]);
+  });
+});
+
 describe("the echo agent's reply modes", () => {
   let server: TestServer;
   beforeAll(async () => {
@@ -164,12 +194,15 @@ describe("the echo agent's reply modes", () => {
     expect(events.at(-1)?.payload.case).toBe("statusUpdate");
   });
 
-  it("message: a streaming caller gets the one Message too", async () => {
+  it("message: a streaming caller gets the task first, then the reply as the task's end", async () => {
     const events = await collect(
       server.a2a("grpc", { "parley-agent": "message" }).sendStreamingMessage({ message: userMessage("whole") }),
     );
-    expect(events.map((e) => e.payload.case)).toEqual(["message"]);
-    expect(messageText(events[0]!.payload.value as Message)).toBe("whole");
+    // A stream starts with its task before the agent answers, so the Message becomes the task's final status.
+    expect(events.map((e) => e.payload.case)).toEqual(["task", "statusUpdate", "statusUpdate"]);
+    const last = events.at(-1)!.payload.value as TaskStatusUpdateEvent;
+    expect(last.status?.state).toBe(TaskState.COMPLETED);
+    expect(messageText(last.status!.message!)).toBe("whole");
   });
 
   it("input text: repeats only the new message, though the history was read", async () => {

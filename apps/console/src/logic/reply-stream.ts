@@ -105,10 +105,14 @@ export function reduceReply(reply: ReplyState, event: StreamResponse): ReplyStat
   }
 }
 
-/** The reply's text as a reader sees it: the direct message, or the artifacts in order. */
+/**
+ * The reply's text as a reader sees it: the direct message, the artifacts in order, or else the COMPLETED status's
+ * message (a direct answer on a stream, which starts with its task, ends the task with it).
+ */
 export function replyText(reply: ReplyState): string {
   if (reply.message !== "") return reply.message;
-  return reply.artifacts.map((a) => a.text).join("\n");
+  if (reply.artifacts.length > 0) return reply.artifacts.map((a) => a.text).join("\n");
+  return reply.steps.find((s) => s.state === TaskState.COMPLETED)?.note ?? "";
 }
 
 /** The agent's run is over for this turn (terminal, or waiting for input): stop following. */

@@ -1,17 +1,19 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { extensionUris, MessageSchema, Role, TaskState } from "@parley/proto";
-import { ChainRefusedError, chainRefusalOf } from "../chain/chain-refusal.js";
 import type { PeerConfig } from "../config.js";
 import { messageText } from "../engine/history.js";
 import { parleyMetadataKey } from "../engine/parley-metadata.js";
 import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 import { createForwardBudget, defaultForwardBudget, type ForwardBudgetOptions } from "./forward-budget.js";
-import { callPeer, PeerError } from "./peer-call.js";
+import { peerTaskFailure, relayPeerStream, silentReply } from "./peer-relay.js";
+import { createPeerTransport } from "./peer-transport.js";
 
 /**
  * A remote A2A agent. Each turn is forwarded with the same contextId (the
- * remote keeps its own history of the thread, so only the raw text goes),
+ * remote keeps its own history of the thread, so only the raw text goes);
+ * a peer that streams is followed and its events relayed as they arrive
+ * (peer-relay.ts), any other is sent to once and its answer given whole,
  * and the message carries the turn's chain context, so a chain of servers
  * stops at a loop, at the hop limit or when its budget is used up, and the
  * remote's work is charged to the chain's budget when its answer comes back.
@@ -28,6 +30,7 @@ export function createA2APeerAgent(options: {
 }): Agent {
   const { peer } = options;
   const charge = createForwardBudget(options.name, peer, options.forwardBudget ?? defaultForwardBudget);
+  const transport = createPeerTransport(peer);
   return {
     name: options.name,
     description: peer.description ?? `Remote A2A agent ${peer.name} (${peer.protocol}, ${peer.url})`,
@@ -44,7 +47,12 @@ export function createA2APeerAgent(options: {
           [extensionUris.chain]: hand.metadata,
         },
       });
-      const answer = await callPeer(peer, message, turn.signal);
+      const events = await transport.stream(message, turn.signal);
+      if (events) {
+        yield* relayPeerStream(peer, transport, events, hand, turn.signal);
+        return;
+      }
+      const answer = await transport.send(message, turn.signal);
       if (answer.kind === "message") {
         hand.settle(answer.message.metadata);
         if (silentReply(answer.message.metadata)) {
@@ -60,9 +68,7 @@ export function createA2APeerAgent(options: {
       const state = task.status?.state ?? TaskState.UNSPECIFIED;
       const status = task.status?.message ? messageText(task.status.message) : "";
       if (state === TaskState.FAILED || state === TaskState.REJECTED) {
-        const text = `peer ${peer.name}'s task at ${peer.url} ended ${TaskState[state]}: ${status || "without a status message"}`;
-        const refused = chainRefusalOf(task.metadata);
-        throw refused ? new ChainRefusedError(refused, text) : new PeerError(text);
+        throw peerTaskFailure(peer, state, status, task.metadata);
       }
       // A Parley peer whose agent stayed silent says so; this hop stays silent too rather than empty.
       if (silentReply(task.metadata)) {
@@ -76,9 +82,4 @@ export function createA2APeerAgent(options: {
       }
     },
   };
-}
-
-function silentReply(metadata: { readonly [key: string]: unknown } | undefined): boolean {
-  const parley = metadata?.[parleyMetadataKey];
-  return typeof parley === "object" && parley !== null && (parley as { silent?: unknown }).silent === true;
 }

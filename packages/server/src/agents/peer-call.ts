@@ -39,7 +39,7 @@ const chainReasonByJsonRpcCode: Readonly<Record<number, "LOOP_DETECTED" | "HOP_L
 
 const bodySummaryChars = 200;
 
-function summary(text: string): string {
+export function summary(text: string): string {
   const flat = text.replace(/\s+/g, " ").trim();
   if (flat === "") return "(empty body)";
   return flat.length <= bodySummaryChars ? flat : `${flat.slice(0, bodySummaryChars)}… (${flat.length} characters)`;
@@ -57,7 +57,8 @@ export function socketCauseOf(error: unknown): string | undefined {
   return undefined;
 }
 
-function describe(peer: PeerConfig, error: unknown, signal: AbortSignal): Error {
+/** The error a failed call to `peer` throws: a PeerError or ChainRefusedError naming the cause, or the stop's reason. */
+export function describePeerFailure(peer: PeerConfig, error: unknown, signal: AbortSignal): Error {
   if (signal.aborted) return signal.reason instanceof Error ? signal.reason : new Error(String(signal.reason));
   if (error instanceof PeerError || error instanceof ChainRefusedError) return error;
   if (error instanceof ConnectError) {
@@ -73,6 +74,17 @@ function describe(peer: PeerConfig, error: unknown, signal: AbortSignal): Error 
   );
 }
 
+/** The headers of one call to `peer`: its version and token, its agent (gRPC), and the caller's trace context. */
+export function peerCallHeaders(peer: PeerConfig): Record<string, string> {
+  const v03 = peer.protocol === "jsonrpc" && peer.a2aVersion === "0.3";
+  // The caller's trace context goes on to the peer, so a chain of hops is one trace.
+  return injectTraceHeaders({
+    ...peerRequestHeaders(peer),
+    [wireHeaders.a2aVersion]: v03 ? "0.3" : "1.0",
+    ...(peer.protocol === "grpc" && peer.agent ? { [wireHeaders.agent]: peer.agent } : {}),
+  });
+}
+
 /**
  * Sends one message to a remote A2A agent and waits for its answer, over
  * gRPC (a stream, folded into the final task), JSON-RPC 1.0 (`SendMessage`)
@@ -84,12 +96,7 @@ function describe(peer: PeerConfig, error: unknown, signal: AbortSignal): Error 
  */
 export async function callPeer(peer: PeerConfig, message: Message, signal: AbortSignal): Promise<PeerAnswer> {
   const v03 = peer.protocol === "jsonrpc" && peer.a2aVersion === "0.3";
-  // The caller's trace context goes on to the peer, so a chain of hops is one trace.
-  const headers = injectTraceHeaders({
-    ...peerRequestHeaders(peer),
-    [wireHeaders.a2aVersion]: v03 ? "0.3" : "1.0",
-    ...(peer.protocol === "grpc" && peer.agent ? { [wireHeaders.agent]: peer.agent } : {}),
-  });
+  const headers = peerCallHeaders(peer);
   const request = create(SendMessageRequestSchema, { message });
   try {
     if (peer.protocol === "grpc") return await callGrpc(peer, request, signal, headers);
@@ -129,11 +136,12 @@ export async function callPeer(peer: PeerConfig, message: Message, signal: Abort
     if (result.payload.case === "task") return { kind: "task", task: result.payload.value };
     throw new PeerError(`peer ${peer.name} (${peer.url}) answered with neither a task nor a message`);
   } catch (error) {
-    throw describe(peer, error, signal);
+    throw describePeerFailure(peer, error, signal);
   }
 }
 
-function jsonRpcFailure(peer: PeerConfig, status: number, error: unknown): Error {
+/** The error of a JSON-RPC error object a peer answered with (a ChainRefusedError for a chain refusal). */
+export function jsonRpcFailure(peer: PeerConfig, status: number, error: unknown): Error {
   const e = (typeof error === "object" && error !== null ? error : {}) as {
     code?: unknown;
     message?: unknown;
@@ -185,7 +193,7 @@ async function callGrpc(
 }
 
 /** The v0.3 JSON form of a text message (the only kind Parley forwards). */
-function messageToV03(message: Message): JsonObject {
+export function messageToV03(message: Message): JsonObject {
   return {
     kind: "message",
     messageId: message.messageId,
@@ -197,7 +205,7 @@ function messageToV03(message: Message): JsonObject {
   };
 }
 
-const v03States: Readonly<Record<string, TaskState>> = {
+export const v03States: Readonly<Record<string, TaskState>> = {
   submitted: TaskState.SUBMITTED,
   working: TaskState.WORKING,
   "input-required": TaskState.INPUT_REQUIRED,
@@ -208,9 +216,9 @@ const v03States: Readonly<Record<string, TaskState>> = {
   rejected: TaskState.REJECTED,
 };
 
-type V03Object = { readonly [key: string]: JsonValue | undefined };
+export type V03Object = { readonly [key: string]: JsonValue | undefined };
 
-function v03Parts(value: JsonValue | undefined) {
+export function v03Parts(value: JsonValue | undefined) {
   const parts = Array.isArray(value) ? value : [];
   return parts.flatMap((p) => {
     const o = (p ?? {}) as V03Object;
@@ -220,7 +228,7 @@ function v03Parts(value: JsonValue | undefined) {
   });
 }
 
-function v03Message(value: JsonValue | undefined): Message {
+export function v03Message(value: JsonValue | undefined): Message {
   const o = (value ?? {}) as V03Object;
   return create(MessageSchema, {
     messageId: typeof o.messageId === "string" ? o.messageId : "",
@@ -231,7 +239,7 @@ function v03Message(value: JsonValue | undefined): Message {
   });
 }
 
-function answerFromV03(peer: PeerConfig, result: JsonValue | undefined): PeerAnswer {
+export function answerFromV03(peer: PeerConfig, result: JsonValue | undefined): PeerAnswer {
   const o = (result ?? {}) as V03Object;
   if (o.kind === "message") return { kind: "message", message: v03Message(result) };
   if (o.kind !== "task")

@@ -493,7 +493,8 @@ export const parleyConfigSchema = z
         bridgeOnly: true,
       }),
       keepAliveMs: setting(millis(1).default(15_000), {
-        description: "SSE keep-alive comment interval",
+        description:
+          "a quiet SSE stream gets a ': keep-alive' comment (no id) at least this often, also before its first event",
         env: "BRIDGE_KEEPALIVE_MS",
         bridgeOnly: true,
       }),

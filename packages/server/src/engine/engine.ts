@@ -40,7 +40,7 @@ import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
 import { rememberEncoding } from "./task-encoding.js";
-import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
+import { announce, interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
 import { emptyTask } from "./turn-messages.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
@@ -250,6 +250,7 @@ export class Engine {
     for (let running = this.busy.get(guardKey); running; running = this.busy.get(guardKey)) {
       if (running.trigger.messageId === inbound.messageId && bytesEqual(running.trigger.payload, payload)) {
         if (handedOver) this.reveal(running);
+        if (options.streaming === true) announce(running);
         return { kind: "run", run: running, attached: true };
       }
       // Its agent is done and its outcome is being written: GetTask already shows the end, so a caller that
@@ -325,6 +326,8 @@ export class Engine {
         throw error;
       }
     }
+    // A stream's first event is its task, before the history is read or the agent produces anything.
+    if (options.streaming === true) announce(run);
     let history: HistoryEntry[];
     try {
       history = await readHistory(this.store, key, appended.message.sequence, this.config.history.maxMessages);
@@ -448,8 +451,10 @@ export class Engine {
     const live = this.liveRun(tenant, taskId);
     if (live) {
       // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
-      // subscriber sees its end in the event log even when the agent answers with a Message.
+      // subscriber sees its end in the event log even when the agent answers with a Message; and its
+      // task at once, even while the agent has produced nothing yet.
       this.reveal(live);
+      announce(live);
       return { state: live.task.status?.state ?? TaskState.UNSPECIFIED, contextId: live.contextId };
     }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;

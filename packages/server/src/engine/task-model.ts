@@ -172,6 +172,15 @@ export function statusEvent(task: Task): StreamResponse {
   return streamResponse({ case: "statusUpdate", value: statusUpdate(task.id, task.contextId, status) });
 }
 
+/**
+ * Publishes the run's task as its first event, unless it has published one already or has ended: a stream
+ * (SendStreamingMessage, SubscribeToTask) starts with the task's ids and state before its agent produces anything.
+ */
+export function announce(run: TaskRun): void {
+  if (run.finished || run.events.length > 0) return;
+  run.publish(streamResponse({ case: "task", value: taskSnapshot(run.task) }));
+}
+
 /** Publishes one append-only artifact update of the run's task (`artifact` is the event's own, not the task's). */
 export function publishArtifact(run: TaskRun, artifact: Artifact, append: boolean, lastChunk: boolean): void {
   const update = artifactUpdate(run.task.id, run.task.contextId, artifact, append, lastChunk);

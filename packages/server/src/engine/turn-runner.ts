@@ -23,13 +23,13 @@ import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { encodeMessage } from "./task-encoding.js";
 import {
   agentMessage,
+  announce,
   appendArtifact,
   interruptedStatus,
   publishArtifact,
   setStatus,
   statusEvent,
   taskRecord,
-  taskSnapshot,
 } from "./task-model.js";
 import { RunStop, type TaskRun } from "./task-run.js";
 import { partsArtifact, partsMessage, streamResponse, taskStatus, textPart, timestampNow } from "./turn-messages.js";
@@ -63,7 +63,6 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   timer.unref();
   const task = run.task;
   const artifactId = `reply-${task.history.length}`;
-  let started = false;
   let working = false;
   let replyText = "";
   let textChunks = 0;
@@ -76,12 +75,10 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
   let stopped = false;
 
   // WORKING is announced only once the agent does work (or says it is working), so a
-  // turn that goes straight to its final state publishes SUBMITTED -> final and nothing else.
+  // turn that goes straight to its final state publishes SUBMITTED -> final and nothing else. The task
+  // snapshot may have gone out before the agent ran (a stream, a subscriber: task-model's announce).
   const start = (asWorking: boolean) => {
-    if (!started) {
-      started = true;
-      run.publish(streamResponse({ case: "task", value: taskSnapshot(task) }));
-    }
+    announce(run);
     if (asWorking && !working) {
       working = true;
       setStatus(task, TaskState.WORKING);
@@ -100,7 +97,8 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
         silent = true;
         break;
       }
-      if (event.type === "message" && !started) {
+      // A Message is the whole answer only while nobody was shown the task; after its snapshot it is the task's end.
+      if (event.type === "message" && run.events.length === 0) {
         directReply = partsMessage(randomUUID(), task.contextId, "", Role.AGENT, event.parts.map(asPart));
         break;
       }
