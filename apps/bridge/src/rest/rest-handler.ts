@@ -81,8 +81,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       }
       const unknown = await checkAgent(route.agent);
       if (unknown) throw new JsonRpcError(JsonRpcCode.InvalidParams, unknown.message, { httpStatus: 404 });
-      const version = checkVersion(negotiateVersion(req, url).version);
-      if (version !== "1.0") throw versionRefusal(version);
+      const version = restVersion(negotiateVersion(req, url).version);
       const body = readBody(req, limits.maxBodyBytes);
       if (body.length > 0) checkContentType(headerValue(req, "content-type"));
       const spec = findMethod("1.0", route.method);
@@ -137,7 +136,19 @@ function checkContentType(contentType: string | undefined): void {
   );
 }
 
-/** A request read as A2A 0.3 (no A2A-Version): the binding's 0.3 paths were /v1/..., so 1.0 must be named. */
+/** The version of a request, when it is 1.0 (as checkVersion reads it); 0.3's REST paths were others (/v1/...). */
+function restVersion(requested: string): "1.0" {
+  let version: string;
+  try {
+    version = checkVersion(requested);
+  } catch {
+    version = requested;
+  }
+  if (version !== "1.0") throw versionRefusal(requested);
+  return version;
+}
+
+/** A request read as another version than 1.0 (without A2A-Version: 0.3): the refusal says what to send. */
 function versionRefusal(version: string): JsonRpcError {
   return new JsonRpcError(
     JsonRpcCode.VersionNotSupported,
