@@ -100,7 +100,8 @@ const maxParsedUrls = 256;
 function requestUrl(target: string): URL {
   const known = parsedUrls.get(target);
   if (known) return known;
-  const url = new URL(target, "http://bridge.invalid");
+  // Joined as text, not resolved against a base: a target such as "//x" would read as a host and throw.
+  const url = new URL(`http://bridge.invalid${target.startsWith("/") ? "" : "/"}${target}`);
   if (!target.includes("?") && parsedUrls.size < maxParsedUrls) parsedUrls.set(target, url);
   return url;
 }
@@ -198,7 +199,7 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   };
   // A body that does not arrive in time is answered in its route's protocol: Connect's for the Connect routes.
   const refuseSlowBody = (req: IncomingMessage, res: ServerResponse, message: string) => {
-    const pathname = new URL(req.url ?? "/", "http://bridge.invalid").pathname;
+    const pathname = requestUrl(req.url ?? "/").pathname;
     if (options.routes?.some((r) => r.matches(pathname))) {
       refuseRpc(req, res, Code.DeadlineExceeded, message, 408);
       return;

@@ -15,6 +15,7 @@ import { createObservability } from "@parley/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryLogger } from "../../../packages/server/test/fixtures/memory-logger.js";
 import { collect, type SseEvent, sseEvents, startStack, type TestStack } from "./harness.js";
+import { rawExchange } from "./raw-http.js";
 
 const v1 = { "a2a-version": "1.0" };
 
@@ -314,6 +315,21 @@ describe("A2A 1.0 HTTP+JSON on the wire", () => {
     );
     expect(conflicting.status).toBe(400);
     expect(statusOf(conflicting).message).toContain('tenant is "other" in the request but "acme" in the path');
+  });
+
+  it("answers a target that starts with // (an empty tenant) with 404 and keeps serving", async () => {
+    const outcome = await rawExchange(stack.bridge.port, {
+      method: "POST",
+      path: "//message:send",
+      headers: [
+        ["content-type", "application/json"],
+        ["a2a-version", "1.0"],
+      ],
+      body: Buffer.from(sendBody("x")),
+      mode: "whole",
+    });
+    expect("response" in outcome && outcome.response.status).toBe(404);
+    expect((await call(`${stack.bridge.url}message:send`, "POST", sendBody("still here"))).status).toBe(200);
   });
 
   it("answers a path of the binding with the wrong HTTP method with 405 and Allow", async () => {
