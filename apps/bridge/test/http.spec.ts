@@ -387,7 +387,7 @@ describe("agent cards", () => {
       expect(v1Card.supportedInterfaces).toEqual([
         { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
         { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
-        { url: jsonRpcUrl, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+        { url: jsonRpcUrl.replace(/\/$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
         { url: stack.grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0" },
       ]);
     }

@@ -27,8 +27,9 @@ export function buildAgentCard(
       ? [
           { url: endpoints.jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
           { url: endpoints.jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
-          // The bridge serves the HTTP+JSON paths (/message:send, /tasks/...) below the same base URL.
-          { url: endpoints.jsonRpcUrl, protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
+          // The bridge serves the HTTP+JSON paths (/message:send, /tasks/...) below the same URL, named without
+          // its final "/" as REST base URLs are, so that clients joining it to "/message:send" get one slash.
+          { url: endpoints.jsonRpcUrl.replace(/\/+$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
         ]
       : []),
     ...(endpoints.grpcAddress ? [{ url: endpoints.grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0" }] : []),

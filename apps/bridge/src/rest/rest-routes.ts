@@ -77,9 +77,16 @@ function withHttpMethod(operation: Operation, httpMethod: string): Operation {
   return { ...operation, method, body: httpMethod === "POST" };
 }
 
+/**
+ * The path's segments, decoded. Empty ones are dropped: `//message:send` is what a client makes of a base URL
+ * ending in "/" and a path starting with one, or of an empty tenant, and it means `/message:send`.
+ */
 function decodedSegments(pathname: string): string[] | undefined {
   try {
-    return pathname.split("/").slice(1).map(decodeURIComponent);
+    return pathname
+      .split("/")
+      .filter((s) => s !== "")
+      .map(decodeURIComponent);
   } catch {
     return undefined;
   }
@@ -99,7 +106,7 @@ function withTenant(segments: readonly string[]): { operation: Operation; tenant
  */
 export function matchRestRoute(pathname: string, httpMethod: string): RestRoute | undefined {
   const segments = decodedSegments(pathname);
-  if (!segments || segments.length === 0 || segments.some((s) => s === "")) return undefined;
+  if (!segments || segments.length === 0) return undefined;
   let found: { operation: Operation; tenant?: string; agent?: string } | undefined;
   if (segments[0] === "agents" && segments.length > 2) {
     const inAgent = withTenant(segments.slice(2));
