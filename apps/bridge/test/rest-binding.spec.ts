@@ -403,7 +403,7 @@ describe("A2A 1.0 HTTP+JSON with API keys", () => {
   });
 
   it("refuses a missing or unknown key with 401, and keeps one tenant's tasks from another", async () => {
-    for (const auth of [{}, { authorization: "Bearer nope" }]) {
+    for (const auth of [{}, { authorization: "Bearer nope" }] as Record<string, string>[]) {
       const refused = await call(`${secured.bridge.url}message:send`, "POST", sendBody("x"), {
         ...v1,
         "content-type": "application/json",
