@@ -11,7 +11,7 @@ import {
   TaskState,
 } from "@a2a-js/sdk";
 import { type Client, ClientFactory, ClientFactoryOptions, RestTransportFactory } from "@a2a-js/sdk/client";
-import { createObservability } from "@parley/server";
+import { createObservability, loadConfig } from "@parley/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memoryLogger } from "../../../packages/server/test/fixtures/memory-logger.js";
 import { collect, type SseEvent, sseEvents, startStack, type TestStack } from "./harness.js";
@@ -393,10 +393,16 @@ describe("A2A 1.0 HTTP+JSON on the wire", () => {
   });
 });
 
-describe("A2A 1.0 HTTP+JSON with API keys", () => {
+describe("A2A 1.0 HTTP+JSON with API keys, a rate limit and a required extension", () => {
+  const extension = "https://example.com/ext/required/v1";
   let secured: TestStack;
   beforeAll(async () => {
-    secured = await startStack({ apiKeys: { "key-alice": "alice", "key-bob": "bob" } });
+    const defaults = loadConfig({ argv: [], env: {} });
+    secured = await startStack({
+      apiKeys: { "key-alice": "alice", "key-bob": "bob", "key-carol": "carol" },
+      limits: { ...defaults.limits, requestsPerSecondPerTenant: 1, requestBurstPerTenant: 2 },
+      capabilities: { ...defaults.capabilities, requiredExtensions: [extension] },
+    });
   });
   afterAll(async () => {
     await secured?.close();
@@ -413,7 +419,12 @@ describe("A2A 1.0 HTTP+JSON with API keys", () => {
       expect(refused.headers.get("www-authenticate")).toContain("Bearer");
       expect(statusOf(refused)).toMatchObject({ code: 401, status: "UNAUTHENTICATED" });
     }
-    const alice = { ...v1, "content-type": "application/json", authorization: "Bearer key-alice" };
+    const alice = {
+      ...v1,
+      "content-type": "application/json",
+      authorization: "Bearer key-alice",
+      "a2a-extensions": extension,
+    };
     const sent = await call(`${secured.bridge.url}message:send`, "POST", sendBody("alice's"), alice);
     expect(sent.status).toBe(200);
     const taskId = (sent.json.task as { id: string }).id;
@@ -421,8 +432,34 @@ describe("A2A 1.0 HTTP+JSON with API keys", () => {
     const asBob = await call(`${secured.bridge.url}tasks/${taskId}`, "GET", undefined, {
       ...v1,
       authorization: "Bearer key-bob",
+      "a2a-extensions": extension,
     });
     expect(asBob.status).toBe(404);
     expect(statusOf(asBob).details[0]).toMatchObject({ reason: "TASK_NOT_FOUND" });
+  });
+
+  it("refuses a send without the required extension, and takes the extension as a query parameter", async () => {
+    const carol = { ...v1, "content-type": "application/json", authorization: "Bearer key-carol" };
+    const refused = await call(`${secured.bridge.url}message:send`, "POST", sendBody("no extension"), carol);
+    expect(refused.status).toBe(400);
+    expect(statusOf(refused).details[0]).toMatchObject({ reason: "EXTENSION_SUPPORT_REQUIRED" });
+    const byQuery = await call(
+      `${secured.bridge.url}message:send?A2A-Extensions=${encodeURIComponent(extension)}`,
+      "POST",
+      sendBody("extension by query"),
+      carol,
+    );
+    expect(byQuery.status, JSON.stringify(byQuery.json)).toBe(200);
+  });
+
+  it("answers a tenant over its rate limit with 429 and the RATE_LIMITED ErrorInfo", async () => {
+    const bob = { ...v1, authorization: "Bearer key-bob", "a2a-extensions": extension };
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => call(`${secured.bridge.url}tasks/x`, "GET", undefined, bob)),
+    );
+    const limited = answers.filter((a) => a.status === 429);
+    expect(limited.length).toBeGreaterThan(0);
+    expect(statusOf(limited[0]!)).toMatchObject({ code: 429, status: "RESOURCE_EXHAUSTED" });
+    expect(statusOf(limited[0]!).details[0]).toMatchObject({ reason: "RATE_LIMITED", domain: "parley.dev" });
   });
 });
