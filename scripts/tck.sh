@@ -36,16 +36,20 @@ fi
 [[ -n $RUN && -f $RUN ]] || { echo "the kit's run.sh is not found; set TCK_RUN" >&2; exit 2; }
 [[ -f $ROOT/apps/bridge/dist/main.js ]] || { echo "apps/bridge is not built: run npm run build first" >&2; exit 2; }
 
+# The repository's Node (node_modules/.bin/node, as npm scripts use) when it is installed.
+NODE=$ROOT/node_modules/.bin/node
+[[ -x $NODE ]] || NODE=node
+
 OUT=${TCK_OUT:-$(mktemp -d -t parley-tck-XXXXXX)}
 mkdir -p "$OUT"
 DATA=$(mktemp -d -t parley-tck-data-XXXXXX)
-free_port() { node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
+free_port() { "$NODE" -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'; }
 PORT=$(free_port)
 GRPC_PORT=$(free_port)
 
 PORT=$PORT PARLEY_GRPC_PORT=$GRPC_PORT PARLEY_DATA_DIR=$DATA PARLEY_AGENT=conformance PARLEY_PUSH=on \
   PARLEY_PUSH_ALLOWED_ADDRESSES=127.0.0.1 PARLEY_EXTENDED_CARD=on PARLEY_LOG_LEVEL=warn \
-  node "$ROOT/apps/bridge/dist/main.js" >"$OUT/server.log" 2>&1 &
+  "$NODE" "$ROOT/apps/bridge/dist/main.js" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 cleanup() {
   kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null || true
