@@ -399,9 +399,9 @@ describe("A2A 1.0 HTTP+JSON with API keys, a rate limit and a required extension
   beforeAll(async () => {
     const defaults = loadConfig({ argv: [], env: {} });
     secured = await startStack({
-      apiKeys: { "key-alice": "alice", "key-bob": "bob", "key-carol": "carol" },
+      apiKeys: { "key-alice": "alice", "key-bob": "bob", "key-carol": "carol", "key-dave": "dave" },
       limits: { ...defaults.limits, requestsPerSecondPerTenant: 1, requestBurstPerTenant: 2 },
-      capabilities: { ...defaults.capabilities, requiredExtensions: [extension] },
+      capabilities: { ...defaults.capabilities, requiredExtensions: [extension], extendedAgentCard: true },
     });
   });
   afterAll(async () => {
@@ -461,5 +461,19 @@ describe("A2A 1.0 HTTP+JSON with API keys, a rate limit and a required extension
     expect(limited.length).toBeGreaterThan(0);
     expect(statusOf(limited[0]!)).toMatchObject({ code: 429, status: "RESOURCE_EXHAUSTED" });
     expect(statusOf(limited[0]!).details[0]).toMatchObject({ reason: "RATE_LIMITED", domain: "parley.dev" });
+    expect(Number(limited[0]!.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+  });
+
+  it("serves the extended agent card at GET /extendedAgentCard to an authenticated caller", async () => {
+    const dave = { ...v1, authorization: "Bearer key-dave", "a2a-extensions": extension };
+    // The extended card lists the interfaces the public card advertised, as a client that read it first sees them.
+    expect((await fetch(`${secured.bridge.url}.well-known/agent-card.json`)).status).toBe(200);
+    const card = await call(`${secured.bridge.url}extendedAgentCard`, "GET", undefined, dave);
+    expect(card.status, JSON.stringify(card.json)).toBe(200);
+    expect(card.json.supportedInterfaces).toContainEqual(
+      expect.objectContaining({ protocolBinding: "HTTP+JSON", protocolVersion: "1.0" }),
+    );
+    const anonymous = await call(`${secured.bridge.url}extendedAgentCard`, "GET", undefined, v1);
+    expect(anonymous.status).toBe(401);
   });
 });

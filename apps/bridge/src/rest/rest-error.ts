@@ -111,9 +111,20 @@ function explicitStatus(error: JsonRpcError): number | undefined {
   return error.options.httpStatus;
 }
 
+/** The seconds a rate-limited caller should wait, from the RATE_LIMITED ErrorInfo's retryAfterMs. */
+function retryAfter(details: readonly unknown[]): Record<string, string> {
+  for (const detail of details) {
+    const ms = Number((detail as { metadata?: { retryAfterMs?: unknown } } | null)?.metadata?.retryAfterMs);
+    if (Number.isFinite(ms) && ms >= 0) return { "Retry-After": String(Math.max(1, Math.ceil(ms / 1000))) };
+  }
+  return {};
+}
+
 /** Answers an error as the binding does: its HTTP status, its headers, a google.rpc.Status body. */
 export function sendRestError(res: ServerResponse, error: JsonRpcError): RestStatus {
   const status = restStatusOf(error.toObject(), explicitStatus(error));
-  sendJson(res, status.code, { error: status }, error.options.headers);
+  const headers =
+    status.code === 429 ? { ...retryAfter(status.details), ...error.options.headers } : error.options.headers;
+  sendJson(res, status.code, { error: status }, headers);
   return status;
 }
