@@ -69,7 +69,8 @@ function giveBack(controller: AbortController): void {
   spareControllers.push(controller);
 }
 
-function asRpcError(error: unknown): JsonRpcError {
+/** Any failure as the error a client is answered with (both bindings map it from here). */
+export function asRpcError(error: unknown): JsonRpcError {
   if (error instanceof JsonRpcError || error instanceof ConnectError) return toJsonRpcError(error);
   return new JsonRpcError(JsonRpcCode.InternalError, `internal error in the bridge: ${(error as Error).message}`);
 }

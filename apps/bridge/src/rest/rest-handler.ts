@@ -1,12 +1,12 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Message } from "@bufbuild/protobuf";
-import { ConnectError, type Transport } from "@connectrpc/connect";
+import type { Transport } from "@connectrpc/connect";
 import { A2AService, a2aErrorDomain, headers as wire } from "@parley/proto";
 import { noteRequest } from "@parley/server";
 import type { AgentCheck } from "../card-source.js";
 import { sendJson } from "../http-response.js";
-import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError, toJsonRpcError } from "../json-rpc-error.js";
-import { type BridgeLimits, checkParts } from "../json-rpc-handler.js";
+import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError } from "../json-rpc-error.js";
+import { asRpcError, type BridgeLimits, checkParts } from "../json-rpc-handler.js";
 import { readBody } from "../json-rpc-request.js";
 import type { Logger } from "../logger.js";
 import { findMethod, type UpstreamStream } from "../methods.js";
@@ -42,11 +42,6 @@ const jsonMediaTypes = new Set(["application/json", "application/a2a+json"]);
 const extensionsParameter = "A2A-Extensions";
 
 const methodInputs = new Map(A2AService.methods.map((m) => [m.name, m.input]));
-
-function asRpcError(error: unknown): JsonRpcError {
-  if (error instanceof JsonRpcError || error instanceof ConnectError) return toJsonRpcError(error);
-  return new JsonRpcError(JsonRpcCode.InternalError, `internal error in the bridge: ${(error as Error).message}`);
-}
 
 /**
  * The HTTP+JSON binding onto the same calls as JSON-RPC: methods.ts decodes the request (built from the path,
