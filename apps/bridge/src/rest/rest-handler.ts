@@ -76,7 +76,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
       }
       const unknown = await checkAgent(route.agent);
       if (unknown) throw new JsonRpcError(JsonRpcCode.InvalidParams, unknown.message, { httpStatus: 404 });
-      const version = restVersion(negotiateVersion(req, url).version);
+      checkRestVersion(negotiateVersion(req, url).version);
       const body = readBody(req, limits.maxBodyBytes);
       if (body.length > 0) checkContentType(headerValue(req, "content-type"));
       const spec = findMethod("1.0", route.method);
@@ -84,7 +84,7 @@ export function createRestHandler(options: RestHandlerOptions): RestHandler {
         restRequestJson(route, methodInputs.get(route.method)!, body, url.searchParams, limits.maxJsonDepth),
       );
       checkParts(input, limits.maxPartsPerMessage);
-      const headers = upstreamHeaders(req, version, route.agent);
+      const headers = upstreamHeaders(req, route.agent);
       const extensions = url.searchParams.get(extensionsParameter);
       if (extensions && headers[wire.a2aExtensions] === undefined) headers[wire.a2aExtensions] = extensions;
       if (spec.streaming) {
@@ -131,8 +131,8 @@ function checkContentType(contentType: string | undefined): void {
   );
 }
 
-/** The version of a request, when it is 1.0 (as checkVersion reads it); 0.3's REST paths were others (/v1/...). */
-function restVersion(requested: string): "1.0" {
+/** Refuses a request whose version is not 1.0 (as checkVersion reads it); 0.3's REST paths were others (/v1/...). */
+function checkRestVersion(requested: string): void {
   let version: string;
   try {
     version = checkVersion(requested);
@@ -140,7 +140,6 @@ function restVersion(requested: string): "1.0" {
     version = requested;
   }
   if (version !== "1.0") throw versionRefusal(requested);
-  return version;
 }
 
 /** A request read as another version than 1.0 (without A2A-Version: 0.3): the refusal says what to send. */
