@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the official A2A conformance kit (a2a-tck, prepared by ../shared/tck/prepare.sh) against a fresh Parley:
-# parley-bridge (embedded) with the conformance agent, push notifications on (the kit's webhook receiver listens on
-# loopback) and the extended card on, in a new data directory on free loopback ports. Not part of `npm test`: the
-# kit takes about 100 s per binding on 2 cores.
+# parley-bridge (embedded) with the conformance agent and push notifications on (the kit's webhook receiver listens on
+# loopback), in a new data directory on free loopback ports. The extended card stays off: it requires API keys, and
+# the kit sends no credentials. Not part of `npm test`: the kit takes about 100 s per binding on 2 cores.
 #
 #   bash scripts/tck.sh [--transport jsonrpc,grpc,http_json] [--levels must,should] [--tck /tmp/tck] [-k EXPR]
 #
@@ -48,7 +48,7 @@ PORT=$(free_port)
 GRPC_PORT=$(free_port)
 
 PORT=$PORT PARLEY_GRPC_PORT=$GRPC_PORT PARLEY_DATA_DIR=$DATA PARLEY_AGENT=conformance PARLEY_PUSH=on \
-  PARLEY_PUSH_ALLOWED_ADDRESSES=127.0.0.1 PARLEY_EXTENDED_CARD=on PARLEY_LOG_LEVEL=warn \
+  PARLEY_PUSH_ALLOWED_ADDRESSES=127.0.0.1 PARLEY_LOG_LEVEL=warn \
   "$NODE" "$ROOT/apps/bridge/dist/main.js" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 cleanup() {
