@@ -60,9 +60,9 @@ describe("parley --protocol rest", () => {
       .map((l) => JSON.parse(l) as { type: string; contextId?: string; text?: string })
       .find((l) => l.type === "done");
     expect(done?.contextId).toBe("rest-cli");
-    // The echo agent answers with the thread's history before the new text.
-    expect(done?.text).toContain("hi");
-    expect(done?.text?.endsWith("again")).toBe(true);
+    // The echo agent says what reached it: the first turn came with the second.
+    expect(done?.text).toContain('turn 2 of thread "rest-cli"');
+    expect(done?.text).toContain("2 earlier messages arrived with it (1 from user, 1 from agent)");
     expect(seen).toEqual(["POST /message:stream", "POST /message:stream"]);
   });
 
