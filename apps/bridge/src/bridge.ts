@@ -26,10 +26,13 @@ import { createCardHandler } from "./agent-card.js";
 import { type CardSource, createAgentCheck } from "./card-source.js";
 import { sendJson } from "./http-response.js";
 import type { HttpRoute } from "./http-route.js";
-import { JsonRpcCode } from "./json-rpc-error.js";
+import { JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
 import { type BridgeLimits, createRpcHandler, defaultLimits } from "./json-rpc-handler.js";
 import type { Logger } from "./logger.js";
 import { createBridgeLogger } from "./logger.js";
+import { sendRestError } from "./rest/rest-error.js";
+import { createRestHandler } from "./rest/rest-handler.js";
+import { matchRestRoute, restPaths } from "./rest/rest-routes.js";
 import { jsonRpcPath, knownPaths, matchRoute } from "./routes.js";
 import { createSseWriter, defaultSseLimits, type SseLimits } from "./sse-writer.js";
 
@@ -97,7 +100,8 @@ const maxParsedUrls = 256;
 function requestUrl(target: string): URL {
   const known = parsedUrls.get(target);
   if (known) return known;
-  const url = new URL(target, "http://bridge.invalid");
+  // Joined as text, not resolved against a base: a target such as "//x" would read as a host and throw.
+  const url = new URL(`http://bridge.invalid${target.startsWith("/") ? "" : "/"}${target}`);
   if (!target.includes("?") && parsedUrls.size < maxParsedUrls) parsedUrls.set(target, url);
   return url;
 }
@@ -127,6 +131,7 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
     sse,
     logger,
   });
+  const serveRest = createRestHandler({ upstream: options.upstream, limits, checkAgent, sse, logger });
 
   const observability = options.observability ?? createObservability(logger);
   // Without a monitor of its own the bridge is ready while it is not draining.
@@ -134,31 +139,54 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   // Requests being answered, so a drain knows when the last one is out.
   let inFlight = 0;
   let onIdle = () => {};
-  const handle = (req: IncomingMessage, res: ServerResponse) => {
-    const url = requestUrl(req.url ?? "/");
-    const route = matchRoute(url.pathname);
+  /** Counts a request in flight, or refuses it while the bridge shuts down. */
+  const admit = (res: ServerResponse): boolean => {
     if (closing) {
       sendJson(res, 503, { error: "the bridge is shutting down" }, { Connection: "close" });
-      return;
+      return false;
     }
     inFlight++;
     res.once("close", () => {
       if (--inFlight === 0) onIdle();
     });
+    return true;
+  };
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
+    const url = requestUrl(req.url ?? "/");
+    const route = matchRoute(url.pathname);
+    if (!admit(res)) return;
     const extra = options.routes?.find((r) => r.matches(url.pathname));
     if (extra) {
       extra.handle(req, res);
       return;
     }
     if (!route) {
-      sendJson(res, 404, { error: `no route for ${url.pathname}; ${knownPaths}` });
+      sendJson(res, 404, { error: `no route for ${url.pathname}; ${knownPaths}; ${restPaths}` });
       return;
     }
     const work = route.kind === "card" ? serveCard(req, res, url, route.agent) : serveRpc(req, res, url, route.agent);
+    lastLineOfDefence(work, req, res, url);
+  };
+  // The HTTP+JSON binding: the paths that are neither another route's nor JSON-RPC's or a card's.
+  const isRestRequest = (req: IncomingMessage): boolean => {
+    const pathname = requestUrl(req.url ?? "/").pathname;
+    if (matchRoute(pathname) || options.routes?.some((r) => r.matches(pathname))) return false;
+    return matchRestRoute(pathname, req.method ?? "GET") !== undefined;
+  };
+  const handleRest = (req: IncomingMessage, res: ServerResponse) => {
+    const url = requestUrl(req.url ?? "/");
+    // isRestRequest matched it before the request was tracked.
+    const route = matchRestRoute(url.pathname, req.method ?? "GET")!;
+    if (!admit(res)) return;
+    lastLineOfDefence(serveRest(req, res, url, route), req, res, url);
+  };
+  const lastLineOfDefence = (work: Promise<void>, req: IncomingMessage, res: ServerResponse, url: URL) => {
     work.catch((error: unknown) => {
       // Last line of defence: whatever escaped the handlers becomes a 500, never a crash.
       logger.error({ err: error, path: url.pathname }, "unhandled failure in the bridge");
-      if (!res.headersSent) {
+      if (!res.headersSent && isRestRequest(req)) {
+        sendRestError(res, new JsonRpcError(JsonRpcCode.InternalError, `internal error: ${(error as Error).message}`));
+      } else if (!res.headersSent) {
         sendJson(res, 500, {
           jsonrpc: "2.0",
           id: null,
@@ -171,9 +199,13 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   };
   // A body that does not arrive in time is answered in its route's protocol: Connect's for the Connect routes.
   const refuseSlowBody = (req: IncomingMessage, res: ServerResponse, message: string) => {
-    const pathname = new URL(req.url ?? "/", "http://bridge.invalid").pathname;
+    const pathname = requestUrl(req.url ?? "/").pathname;
     if (options.routes?.some((r) => r.matches(pathname))) {
       refuseRpc(req, res, Code.DeadlineExceeded, message, 408);
+      return;
+    }
+    if (isRestRequest(req)) {
+      sendRestError(res, new JsonRpcError(JsonRpcCode.InvalidRequest, message, { httpStatus: 408 }));
       return;
     }
     sendJson(res, 408, { jsonrpc: "2.0", id: null, error: { code: JsonRpcCode.InvalidRequest, message } });
@@ -181,6 +213,8 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
   // Every body is read (within connections.bodyTimeoutMs, and the largest any route takes) before routing, so an
   // oversize one is answered 413 only after its rest was read and thrown away: the client gets the 413, not a reset.
   // Then the front (request id, CORS, /healthz, /readyz, /metrics), then the tracked JSON-RPC and card routes.
+  const trackedRpc = trackHttpRequests(observability, "jsonrpc", handle);
+  const trackedRest = trackHttpRequests(observability, "rest", handleRest);
   const maxBodyBytes = Math.max(limits.maxBodyBytes, ...(options.routes ?? []).map((r) => r.maxBodyBytes ?? 0));
   const tls = options.tls;
   const serverOptions = tls
@@ -197,7 +231,9 @@ export async function createBridge(options: BridgeOptions): Promise<Bridge> {
       bodyTimeoutMs: connections.bodyTimeoutMs,
       refuseSlowBody,
     },
-    createHttpFront({ observability, health }, trackHttpRequests(observability, "jsonrpc", handle)),
+    createHttpFront({ observability, health }, (req, res) =>
+      isRestRequest(req) ? trackedRest(req, res) : trackedRpc(req, res),
+    ),
   );
   const server: Server = tls ? createHttpsServer(serverOptions, requests) : createServer(serverOptions, requests);
   limitConnections(server, connections);

@@ -39,7 +39,8 @@ export interface RpcHandlerOptions {
 /** Answers one POSTed JSON-RPC request: a JSON result, an SSE stream, or a JSON-RPC error. */
 export type RpcHandler = (req: IncomingMessage, res: ServerResponse, url: URL, agent?: string) => Promise<void>;
 
-function checkParts(input: Message, max: number): void {
+/** Refuses a message with more parts than `max` (LIMIT_EXCEEDED), on every binding. */
+export function checkParts(input: Message, max: number): void {
   if (!isMessage(input, SendMessageRequestSchema)) return;
   const count = input.message?.parts.length ?? 0;
   if (count > max) {
@@ -68,7 +69,8 @@ function giveBack(controller: AbortController): void {
   spareControllers.push(controller);
 }
 
-function asRpcError(error: unknown): JsonRpcError {
+/** Any failure as the error a client is answered with (both bindings map it from here). */
+export function asRpcError(error: unknown): JsonRpcError {
   if (error instanceof JsonRpcError || error instanceof ConnectError) return toJsonRpcError(error);
   return new JsonRpcError(JsonRpcCode.InternalError, `internal error in the bridge: ${(error as Error).message}`);
 }

@@ -38,7 +38,7 @@ function declaredLength(req: IncomingMessage): number | undefined {
 function tooLarge(maxBytes: number, got: number): JsonRpcError {
   return new JsonRpcError(
     JsonRpcCode.InvalidRequest,
-    `request body too large: ${got} bytes, the limit is ${maxBytes} bytes per JSON-RPC request body`,
+    `request body too large: ${got} bytes, the limit is ${maxBytes} bytes per request body`,
     {
       httpStatus: 413,
       data: errorInfoData("LIMIT_EXCEEDED", parleyErrorDomain, { limit: "maxBodyBytes", max: String(maxBytes) }),

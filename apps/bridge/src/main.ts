@@ -152,6 +152,7 @@ async function main(): Promise<void> {
     [
       `parley-bridge (${parley ? "embedded" : `remote: ${upstream}`})`,
       `  JSON-RPC    ${bridge.url}   (--port / PORT, --host / BRIDGE_HOST)`,
+      `  HTTP+JSON   ${bridge.url.replace(/\/$/, "")}   (A2A REST: POST /message:send, GET /tasks/{id}, ...)`,
       `  agent card  ${cardUrl}`,
       `  console     ${new URL(`${consolePath.slice(1)}/`, bridge.url).href}`,
       `  gRPC        ${grpcAddress}   (${parley ? "--grpc-port / PARLEY_GRPC_PORT, --grpc-host / PARLEY_HOST" : "--upstream"})`,

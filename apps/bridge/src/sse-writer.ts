@@ -25,6 +25,21 @@ export interface SseStream {
   readonly upstreamAbort: AbortController;
   /** The error event a failure mid-stream is answered with (the caller logs it). */
   readonly failure: (error: unknown) => JsonRpcErrorObject;
+  /** What each event's data is; absent: JSON-RPC responses answering `id`. */
+  readonly frames?: SseFrames;
+}
+
+/** The data of a stream's events: JSON-RPC wraps each result and error in a response, HTTP+JSON sends its own. */
+export interface SseFrames {
+  result(result: JsonValue): unknown;
+  error(error: JsonRpcErrorObject): unknown;
+}
+
+function jsonRpcFrames(id: JsonRpcId): SseFrames {
+  return {
+    result: (result) => ({ jsonrpc: "2.0", id, result }),
+    error: (error) => ({ jsonrpc: "2.0", id, error }),
+  };
 }
 
 /** How much a slow SSE reader may make the bridge hold (bridge.sse* settings). */
@@ -115,7 +130,8 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
   };
 
   async function write(res: ServerResponse, stream: SseStream): Promise<void> {
-    const { upstream, render, id, resume, upstreamAbort } = stream;
+    const { upstream, render, resume, upstreamAbort } = stream;
+    const frames = stream.frames ?? jsonRpcFrames(stream.id);
     const iterator = upstream.events[Symbol.asyncIterator]();
     // The n-th event of the stream has seq start + n, the number the task's event log gave it. The header is
     // read once the first event is there: an in-process upstream sets it when its handler starts running.
@@ -193,7 +209,7 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
     const sendEvent = (output: Message, eventSeq: number) => {
       taskId ??= taskIdOfEvent(output);
       const eventId = taskId !== undefined ? `${taskId}:${eventSeq}` : undefined;
-      send({ jsonrpc: "2.0", id, result: render(output) }, undefined, eventId);
+      send(frames.result(render(output)), undefined, eventId);
     };
     let shutdownReason: string | undefined;
     let markEnded = () => {};
@@ -296,9 +312,9 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       if (shutdownReason !== undefined) throw new Error(shutdownReason);
     } catch (error) {
       if (shutdownReason !== undefined) {
-        send({ jsonrpc: "2.0", id, error: { code: JsonRpcCode.InternalError, message: shutdownReason } }, "error");
+        send(frames.error({ code: JsonRpcCode.InternalError, message: shutdownReason }), "error");
       } else if (!upstreamAbort.signal.aborted) {
-        send({ jsonrpc: "2.0", id, error: stream.failure(error) }, "error");
+        send(frames.error(stream.failure(error)), "error");
       }
     } finally {
       closed(open);
@@ -307,14 +323,10 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       if (cutReason !== undefined) {
         logger?.warn({ taskId, reason: cutReason }, "cut a slow SSE stream");
         send(
-          {
-            jsonrpc: "2.0",
-            id,
-            error: {
-              code: JsonRpcCode.LimitExceeded,
-              message: `stream cut: ${cutReason}; resubscribe with Last-Event-ID to catch up`,
-            },
-          },
+          frames.error({
+            code: JsonRpcCode.LimitExceeded,
+            message: `stream cut: ${cutReason}; resubscribe with Last-Event-ID to catch up`,
+          }),
           "error",
         );
       }

@@ -111,6 +111,7 @@ export function createRemoteUpstream(baseUrl: string, options: { pingIntervalMs?
         card.supportedInterfaces = [
           { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0", tenant: "" },
           { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3", tenant: "" },
+          { url: jsonRpcUrl.replace(/\/+$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: "1.0", tenant: "" },
           ...(grpcAddress ? [{ url: grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0", tenant: "" }] : []),
         ].map((i) => create(AgentInterfaceSchema, i));
         return card;

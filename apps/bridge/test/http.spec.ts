@@ -380,13 +380,14 @@ describe("agent cards", () => {
     expect(card).toMatchObject({ protocolVersion: "0.3.0", url, preferredTransport: "JSONRPC" });
   });
 
-  it("lists only the JSON-RPC URL in every 0.3 card, and gRPC beside it in every 1.0 card", async () => {
+  it("lists only the JSON-RPC URL in every 0.3 card, and HTTP+JSON and gRPC beside it in every 1.0 card", async () => {
     for (const path of ["", "agents/echo/", "agents/slow/"]) {
       const jsonRpcUrl = `${url}${path}`;
       const v1Card = await cardsListingOnlyJsonRpcFor03(jsonRpcUrl);
       expect(v1Card.supportedInterfaces).toEqual([
         { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
         { url: jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+        { url: jsonRpcUrl.replace(/\/$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
         { url: stack.grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0" },
       ]);
     }

@@ -78,4 +78,25 @@ describe("a traceparent on JSON-RPC", () => {
     const turn = spans.find((s) => s.name === "parley.turn")!;
     expect(spans.find((s) => s.name === "agent.step")!.parentSpanId).toBe(turn.spanId);
   });
+
+  it("traces an HTTP+JSON request the same way, its span marked rest", async () => {
+    const traceId = randomBytes(16).toString("hex");
+    const callerSpanId = randomBytes(8).toString("hex");
+    const res = await postRaw(
+      `${url}message:send`,
+      JSON.stringify({
+        message: { messageId: crypto.randomUUID(), role: "ROLE_USER", parts: [{ text: "traced over HTTP+JSON" }] },
+      }),
+      { "a2a-version": "1.0", traceparent: `00-${traceId}-${callerSpanId}-01` },
+    );
+    expect(res.status).toBe(200);
+    await receiver.waitFor((spans) => spans.some((s) => s.traceId === traceId && s.name === "agent.step"));
+    await receiver.waitFor((spans) => spans.some((s) => s.traceId === traceId && s.name === "SendMessage"));
+    const spans = receiver.spans.filter((s) => s.traceId === traceId);
+    const rest = spans.find((s) => s.name === "SendMessage")!;
+    expect(rest.parentSpanId).toBe(callerSpanId);
+    expect(rest.attributes["parley.protocol"]).toBe("rest");
+    const rpcSpan = spans.find((s) => s.name === "lf.a2a.v1.A2AService/SendMessage")!;
+    expect(rpcSpan.parentSpanId).toBe(rest.spanId);
+  });
 });

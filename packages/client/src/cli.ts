@@ -2,7 +2,7 @@
 // The `parley` CLI: global options and the commands (one file each under commands/) wired into commander.
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Command, CommanderError, Option } from "commander";
-import { httpVersions, parleyProtocols } from "./client.js";
+import { httpVersions } from "./client.js";
 import { CommandContext, type GlobalOptions, type RunCommand } from "./commands/command-context.js";
 import { registerConverseCommand } from "./commands/converse.js";
 import { registerTenantTransferCommands } from "./commands/export-all.js";
@@ -11,6 +11,7 @@ import { registerSendCommand } from "./commands/send.js";
 import { registerSessionsCommand } from "./commands/sessions.js";
 import { registerThreadsCommand } from "./commands/threads.js";
 import { registerThreadTransferCommands } from "./commands/threads-transfer.js";
+import { cliProtocols } from "./config.js";
 import { ExitCode, exitCodeOf } from "./errors.js";
 import { terminalText } from "./terminal-text.js";
 
@@ -19,7 +20,10 @@ function buildProgram(run: RunCommand): Command {
     .description("Talk to agents through a Parley server, or directly over A2A")
     .option("--server <url>", "Parley server URL (default: config, PARLEY_SERVER, http://127.0.0.1:8081)")
     .addOption(
-      new Option("--protocol <protocol>", "wire protocol to the server and URL targets").choices(parleyProtocols),
+      new Option(
+        "--protocol <protocol>",
+        "wire protocol to the server and URL targets; rest: A2A HTTP+JSON for sends (to the server's bridge port, or --to URL)",
+      ).choices(cliProtocols),
     )
     .addOption(
       new Option(

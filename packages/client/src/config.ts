@@ -3,10 +3,18 @@ import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { baseUrlProblem, type HttpVersion, httpVersions, type ParleyProtocol, parleyProtocols } from "./client.js";
 
-/** How a peer is spoken to: A2A JSON-RPC (e.g. through a bridge) or one of Parley's own protocols. */
-export type PeerProtocol = "jsonrpc" | ParleyProtocol;
+/** How a peer is spoken to: A2A JSON-RPC or HTTP+JSON ("rest"; e.g. through a bridge) or one of Parley's own protocols. */
+export type PeerProtocol = "jsonrpc" | "rest" | ParleyProtocol;
 
-export const peerProtocols: readonly PeerProtocol[] = ["jsonrpc", ...parleyProtocols];
+export const peerProtocols: readonly PeerProtocol[] = ["jsonrpc", "rest", ...parleyProtocols];
+
+/**
+ * What --protocol takes: the server's protocols, and "rest", A2A's HTTP+JSON binding, which URL targets and the
+ * sends of `parley send` speak then (the thread commands need one of the server's own protocols).
+ */
+export type CliProtocol = ParleyProtocol | "rest";
+
+export const cliProtocols: readonly CliProtocol[] = [...parleyProtocols, "rest"];
 
 export interface PeerEntry {
   readonly url: string;

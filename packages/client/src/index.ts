@@ -11,7 +11,9 @@ export {
 } from "./client.js";
 export {
   type ClientConfig,
+  type CliProtocol,
   ConfigError,
+  cliProtocols,
   defaultConfigPath,
   defaultServer,
   type LoadClientConfigOptions,
@@ -35,6 +37,7 @@ export {
 } from "./conversation.js";
 export { ExitCode, exitCodeOf, UsageError } from "./errors.js";
 export { type A2ASender, createJsonRpcA2AClient, type JsonRpcClientOptions } from "./json-rpc-client.js";
+export { createRestA2AClient, type RestA2AClient, type RestClientOptions } from "./rest-client.js";
 export {
   agentPrefix,
   configuredPeers,

@@ -2,7 +2,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { TargetKind } from "@parley/proto";
 import { alignedRows } from "./aligned-rows.js";
 import type { ParleyClient, ParleyProtocol } from "./client.js";
-import type { ClientConfig, PeerProtocol } from "./config.js";
+import type { ClientConfig, CliProtocol, PeerProtocol } from "./config.js";
 import { UsageError } from "./errors.js";
 import { terminalId, terminalText } from "./terminal-text.js";
 
@@ -84,10 +84,10 @@ const urlSchemes: Readonly<Record<string, { base: string; protocol?: ParleyProto
 
 /**
  * Classifies a reference without looking anything up. `protocol` is an
- * explicit --protocol: it turns an http(s) URL into a gRPC/Connect endpoint
- * instead of JSON-RPC.
+ * explicit --protocol: it turns an http(s) URL into a gRPC/Connect or an
+ * HTTP+JSON endpoint instead of JSON-RPC.
  */
-export function parseTarget(ref: string, options: { protocol?: ParleyProtocol } = {}): ParsedTarget {
+export function parseTarget(ref: string, options: { protocol?: CliProtocol } = {}): ParsedTarget {
   const target = ref.trim();
   if (target === "") throw new UsageError("the target is empty: pass --to NAME, a2a:NAME, ctx-ID or a URL");
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(target)?.[1]?.toLowerCase();
@@ -106,7 +106,7 @@ export function parseTarget(ref: string, options: { protocol?: ParleyProtocol } 
     }
     if (url.host === "") throw new UsageError(`target ${JSON.stringify(target)} has no host`);
     const protocol = known.protocol ?? options.protocol ?? "jsonrpc";
-    // Connect and gRPC clients want a base URL; "/" alone would double up in the RPC path.
+    // Connect, gRPC and HTTP+JSON clients want a base URL; "/" alone would double up in the path.
     const text = protocol === "jsonrpc" ? url.toString() : url.toString().replace(/\/$/, "");
     return { kind: "url", url: text, protocol };
   }
@@ -225,7 +225,7 @@ async function threadExists(server: ParleyClient, contextId: string): Promise<bo
  */
 export async function resolveTarget(
   ref: string,
-  options: { config: ClientConfig; server: ParleyClient | undefined; protocol?: ParleyProtocol },
+  options: { config: ClientConfig; server: ParleyClient | undefined; protocol?: CliProtocol },
 ): Promise<ResolvedTarget> {
   const { config, server } = options;
   const parsed = parseTarget(ref, { protocol: options.protocol });

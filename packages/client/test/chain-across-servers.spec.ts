@@ -102,11 +102,12 @@ describe("one chain context, enforced at every ingress (three server processes)"
     expect(await thread("a", contextId)).toEqual([]);
   });
 
-  it("keeps the chain context through a JSON-RPC 0.3 hop and a gRPC hop in the middle of the ring", async () => {
+  it("keeps the chain context through a JSON-RPC 0.3 hop, a gRPC hop and an HTTP+JSON hop, and the refusal back", async () => {
     const contextId = `mix-${crypto.randomUUID()}`;
     const task = await send("a", "mix", "mixed bindings", contextId);
     expect(task.status?.state).toBe(TaskState.FAILED);
-    // Only a context that survived a -> b (0.3) and b -> c (gRPC) lets a recognise itself.
+    // Only a context that survived a -> b (0.3), b -> c (gRPC) and c -> a (HTTP+JSON) lets a recognise itself; a's
+    // refusal came back to c as a google.rpc.Status with the LOOP_DETECTED ErrorInfo.
     expect(statusText(task)).toMatch(/LOOP_DETECTED.*srv-a\/mix → parley-\S+\/mix → parley-\S+\/mix → srv-a\/mix/s);
     for (const n of names) expect(await thread(n, contextId), n).toHaveLength(1);
   });

@@ -12,7 +12,7 @@ export interface AdvertisedEndpoints {
 
 /**
  * The agent card of one hosted agent. The JSON-RPC interface is listed for
- * A2A 1.0 and 0.3 (the bridge speaks both), gRPC for 1.0. Over gRPC an agent
+ * A2A 1.0 and 0.3 (the bridge speaks both), HTTP+JSON and gRPC for 1.0. Over gRPC an agent
  * other than the default is picked with the `parley-agent` request header.
  */
 export function buildAgentCard(
@@ -27,6 +27,9 @@ export function buildAgentCard(
       ? [
           { url: endpoints.jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "1.0" },
           { url: endpoints.jsonRpcUrl, protocolBinding: "JSONRPC", protocolVersion: "0.3" },
+          // The bridge serves the HTTP+JSON paths (/message:send, /tasks/...) below the same URL, named without
+          // its final "/" as REST base URLs are, so that clients joining it to "/message:send" get one slash.
+          { url: endpoints.jsonRpcUrl.replace(/\/+$/, ""), protocolBinding: "HTTP+JSON", protocolVersion: "1.0" },
         ]
       : []),
     ...(endpoints.grpcAddress ? [{ url: endpoints.grpcAddress, protocolBinding: "GRPC", protocolVersion: "1.0" }] : []),

@@ -1,11 +1,11 @@
 import { createParleyClient, type HttpVersion, type ParleyClient, type ParleyProtocol } from "../client.js";
-import { type ClientConfig, loadClientConfig } from "../config.js";
+import { type ClientConfig, type CliProtocol, loadClientConfig } from "../config.js";
 import { createConnectionErrorInterceptor } from "./connection-errors.js";
 
 /** The CLI's global options, as commander parsed them. */
 export interface GlobalOptions {
   server?: string;
-  protocol?: ParleyProtocol;
+  protocol?: CliProtocol;
   httpVersion?: HttpVersion;
   token?: string;
   config?: string;
@@ -19,14 +19,15 @@ export interface GlobalOptions {
 export class CommandContext {
   private readonly clients: ParleyClient[] = [];
   readonly config: ClientConfig;
-  readonly explicitProtocol: ParleyProtocol | undefined;
+  /** --protocol as given; "rest" leaves the server's own protocol (for thread commands) to the config. */
+  readonly explicitProtocol: CliProtocol | undefined;
 
   constructor(options: GlobalOptions) {
     this.config = loadClientConfig({
       path: options.config,
       overrides: {
         server: options.server,
-        protocol: options.protocol,
+        protocol: options.protocol === "rest" ? undefined : options.protocol,
         httpVersion: options.httpVersion,
         token: options.token,
       },

@@ -4,6 +4,7 @@ import type { Command } from "commander";
 import { type ConversationBackend, createConversation, taskStateName } from "../conversation.js";
 import { ExitCode, UsageError } from "../errors.js";
 import { createJsonRpcA2AClient } from "../json-rpc-client.js";
+import { createRestA2AClient } from "../rest-client.js";
 import { formatKnownTargets, listTargets, peerPrefix, type ResolvedTarget, resolveTarget } from "../targets.js";
 import { terminalId, terminalText } from "../terminal-text.js";
 import type { CommandContext, RunCommand } from "./command-context.js";
@@ -39,7 +40,26 @@ function startSpinner(label: string): () => void {
   };
 }
 
+/**
+ * With --protocol rest, what is sent to the server goes to its bridge port's HTTP+JSON binding: the default agent
+ * at the server URL, a hosted agent (a server peer's "a2a:<peer>" too) at /agents/<name> below it.
+ */
+function restBackendFor(context: CommandContext, target: ResolvedTarget | undefined): ConversationBackend | undefined {
+  if (context.explicitProtocol !== "rest" || target?.kind === "endpoint") return undefined;
+  const server = context.config.server.replace(/\/+$/, "");
+  const agent =
+    target?.kind === "agent"
+      ? target.agent
+      : target?.kind === "server-peer"
+        ? `${peerPrefix}${target.peer}`
+        : undefined;
+  const url = agent === undefined ? server : `${server}/agents/${encodeURIComponent(agent)}`;
+  return { a2a: createRestA2AClient({ url, token: context.config.token }) };
+}
+
 function backendFor(context: CommandContext, target: ResolvedTarget | undefined): ConversationBackend {
+  const rest = restBackendFor(context, target);
+  if (rest) return rest;
   if (!target) return context.client();
   switch (target.kind) {
     case "agent":
@@ -52,6 +72,7 @@ function backendFor(context: CommandContext, target: ResolvedTarget | undefined)
     case "endpoint":
       if (target.protocol === "jsonrpc")
         return { a2a: createJsonRpcA2AClient({ url: target.url, token: target.token }) };
+      if (target.protocol === "rest") return { a2a: createRestA2AClient({ url: target.url, token: target.token }) };
       return context.client({ baseUrl: target.url, protocol: target.protocol, token: target.token });
   }
 }
@@ -139,7 +160,7 @@ export function registerSendCommand(program: Command, run: RunCommand): Command 
     .argument("[text]", 'the message; "-" reads it from stdin')
     .option(
       "--to <target>",
-      "a name, a2a:PEER (client config first, then the server's peers), agent:NAME, ctx-ID or thread:ID (any live thread), http(s)://URL (JSON-RPC) or grpc://HOST:PORT; a bare name that matches more than one is refused; default: the server's default agent",
+      "a name, a2a:PEER (client config first, then the server's peers), agent:NAME, ctx-ID or thread:ID (any live thread), http(s)://URL (JSON-RPC; HTTP+JSON with --protocol rest) or grpc://HOST:PORT; a bare name that matches more than one is refused; default: the server's default agent",
     )
     .option("--context <id>", "continue (or start) the thread with this contextId", parseContextId)
     .option("--json", "print JSON lines (delta, status, done) instead of text")

@@ -87,9 +87,9 @@ export function peerCallHeaders(peer: PeerConfig): Record<string, string> {
 
 /**
  * Sends one message to a remote A2A agent and waits for its answer, over
- * gRPC (a stream, folded into the final task), JSON-RPC 1.0 (`SendMessage`)
- * or JSON-RPC 0.3 (`message/send`, for peers configured with a2aVersion
- * "0.3"). Message metadata goes along untouched on every binding, so the
+ * gRPC (a stream, folded into the final task), JSON-RPC 1.0 (`SendMessage`),
+ * JSON-RPC 0.3 (`message/send`, for peers configured with a2aVersion "0.3")
+ * or HTTP+JSON (`POST /message:send`, protocol "rest"). Message metadata goes along untouched on every binding, so the
  * chain context survives each of them. A failure throws a PeerError naming
  * the cause (HTTP status and body, JSON-RPC error, ECONNREFUSED host:port),
  * or a ChainRefusedError when the peer refused the chain.
@@ -100,6 +100,7 @@ export async function callPeer(peer: PeerConfig, message: Message, signal: Abort
   const request = create(SendMessageRequestSchema, { message });
   try {
     if (peer.protocol === "grpc") return await callGrpc(peer, request, signal, headers);
+    if (peer.protocol === "rest") return await callRest(peer, request, signal, headers);
     const response = await fetch(peer.url, {
       method: "POST",
       signal,
@@ -131,13 +132,76 @@ export async function callPeer(peer: PeerConfig, message: Message, signal: Abort
     }
     if (body.error !== undefined) throw jsonRpcFailure(peer, response.status, body.error);
     if (v03) return answerFromV03(peer, body.result);
-    const result = fromJson(SendMessageResponseSchema, body.result ?? null, { ignoreUnknownFields: true });
-    if (result.payload.case === "message") return { kind: "message", message: result.payload.value };
-    if (result.payload.case === "task") return { kind: "task", task: result.payload.value };
-    throw new PeerError(`peer ${peer.name} (${peer.url}) answered with neither a task nor a message`);
+    return answerOf(peer, body.result);
   } catch (error) {
     throw describePeerFailure(peer, error, signal);
   }
+}
+
+function answerOf(peer: PeerConfig, result: JsonValue | undefined): PeerAnswer {
+  const response = fromJson(SendMessageResponseSchema, result ?? null, { ignoreUnknownFields: true });
+  if (response.payload.case === "message") return { kind: "message", message: response.payload.value };
+  if (response.payload.case === "task") return { kind: "task", task: response.payload.value };
+  throw new PeerError(`peer ${peer.name} (${peer.url}) answered with neither a task nor a message`);
+}
+
+/** HTTP+JSON (A2A 1.0 section 11): POST <url>/message:send; an error is a google.rpc.Status under `error`. */
+async function callRest(
+  peer: PeerConfig,
+  request: ReturnType<typeof create<typeof SendMessageRequestSchema>>,
+  signal: AbortSignal,
+  headers: Record<string, string>,
+): Promise<PeerAnswer> {
+  const url = `${peer.url.replace(/\/+$/, "")}/message:send`;
+  const response = await fetch(url, {
+    method: "POST",
+    signal,
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(toJson(SendMessageRequestSchema, request)),
+  });
+  const raw = await response.text();
+  let body: JsonValue | undefined;
+  try {
+    body = JSON.parse(raw) as JsonValue;
+  } catch {
+    body = undefined;
+  }
+  const object = body !== null && typeof body === "object" && !Array.isArray(body) ? body : undefined;
+  if (response.ok && object) return answerOf(peer, object);
+  throw restFailure(peer, url, response, raw);
+}
+
+/**
+ * The error of an HTTP+JSON answer that is not a success: its `google.rpc.Status` (status, reason, message) when
+ * it has one (a ChainRefusedError for a chain refusal), otherwise the HTTP status and a body excerpt.
+ */
+export function restFailure(peer: PeerConfig, url: string, response: Response, raw: string): Error {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw);
+  } catch {
+    body = undefined;
+  }
+  const error = typeof body === "object" && body !== null ? (body as { error?: unknown }).error : undefined;
+  if (typeof error !== "object" || error === null) {
+    return new PeerError(
+      `peer ${peer.name} (${url}) answered HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ""} without an A2A HTTP+JSON response: ${summary(raw)}`,
+    );
+  }
+  const e = error as { status?: unknown; message?: unknown; details?: unknown };
+  const reason = restReasonOf(error);
+  const message = typeof e.message === "string" && e.message !== "" ? e.message : summary(JSON.stringify(error));
+  const status = typeof e.status === "string" ? ` ${e.status}` : "";
+  const text = `peer ${peer.name} (${url}) answered HTTP ${response.status}${status}${reason ? ` ${reason}` : ""}: ${message}`;
+  return isChainRefusalReason(reason) ? new ChainRefusedError(reason, text) : new PeerError(text);
+}
+
+/** The ErrorInfo reason of a `google.rpc.Status` (UNSUPPORTED_OPERATION, TASK_NOT_FOUND, ...), if it names one. */
+export function restReasonOf(status: object): string | undefined {
+  const details = (status as { details?: unknown }).details;
+  return (Array.isArray(details) ? details : [])
+    .map((d) => (typeof d === "object" && d !== null ? (d as { reason?: unknown }).reason : undefined))
+    .find((r): r is string => typeof r === "string");
 }
 
 /** The error of a JSON-RPC error object a peer answered with (a ChainRefusedError for a chain refusal). */

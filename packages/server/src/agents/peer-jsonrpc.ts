@@ -36,7 +36,7 @@ type CardJson = {
  * (a Parley bridge's /agents/NAME/); the one at its origin only when it lists that URL among its interfaces, since
  * it may describe another agent of the server. False when neither is there.
  */
-async function cardSaysStreaming(peer: PeerConfig): Promise<boolean> {
+export async function cardSaysStreaming(peer: PeerConfig): Promise<boolean> {
   const headers = peerCallHeaders(peer);
   const beside = new URL(".well-known/agent-card.json", peer.url).href;
   const atOrigin = new URL("/.well-known/agent-card.json", peer.url).href;

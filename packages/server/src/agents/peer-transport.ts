@@ -3,6 +3,7 @@ import type { PeerConfig } from "../config.js";
 import { callPeer, type PeerAnswer } from "./peer-call.js";
 import { createGrpcPeerStream } from "./peer-grpc.js";
 import { createJsonRpcPeerStream } from "./peer-jsonrpc.js";
+import { createRestPeerStream } from "./peer-rest.js";
 
 /**
  * How the a2a agent reaches its peer, one binding behind it: a whole answer
@@ -25,7 +26,12 @@ export interface PeerTransport {
 
 /** The transport of a configured peer, by its protocol. */
 export function createPeerTransport(peer: PeerConfig): PeerTransport {
-  const streaming = peer.protocol === "grpc" ? createGrpcPeerStream(peer) : createJsonRpcPeerStream(peer);
+  const streaming =
+    peer.protocol === "grpc"
+      ? createGrpcPeerStream(peer)
+      : peer.protocol === "rest"
+        ? createRestPeerStream(peer)
+        : createJsonRpcPeerStream(peer);
   return {
     send: (message, signal) => callPeer(peer, message, signal),
     stream: (message, signal) => streaming.stream(message, signal),

@@ -96,9 +96,9 @@ export const agentSchema = z.discriminatedUnion(
 
 export const peerSchema = z.strictObject({
   name: z.string().min(1),
-  /** JSON-RPC: an http(s) URL; gRPC: http://host:port with protocol "grpc". */
+  /** JSON-RPC: an http(s) URL; HTTP+JSON ("rest"): the base URL of its paths; gRPC: http://host:port with protocol "grpc". */
   url: z.url({ protocol: /^https?$/ }),
-  protocol: z.enum(["jsonrpc", "grpc"]).default("jsonrpc"),
+  protocol: z.enum(["jsonrpc", "rest", "grpc"]).default("jsonrpc"),
   /** JSON-RPC peers: the A2A version to speak, "1.0" (SendMessage, default) or "0.3" (message/send). */
   a2aVersion: z.enum(["1.0", "0.3"]).optional(),
   /** gRPC peers: the remote server's agent to address (the parley-agent header); default: its default agent. */
@@ -222,7 +222,7 @@ export const parleyConfigSchema = z
     }),
     peers: setting(z.array(peerSchema).default([]), {
       description:
-        'remote A2A agents: [{ "name", "url", "protocol": jsonrpc|grpc, "a2aVersion"?: 1.0|0.3, "agent"?, "token"?, "description"? }]',
+        'remote A2A agents: [{ "name", "url", "protocol": jsonrpc|rest|grpc (rest: A2A 1.0 HTTP+JSON, url is the base of /message:send), "a2aVersion"?: 1.0|0.3, "agent"?, "token"?, "description"? }]',
       allowed: "a list of peers with an http(s) url each",
     }),
     apiKeys: setting(z.record(z.string().min(1), z.string().min(1)).default({}), {

@@ -151,7 +151,7 @@ export function trackHttpRequests<Req extends NodeRequest, Res extends NodeRespo
     const parent = extractTraceContext(req.headers);
     span = parleyTracer().startSpan(
       `${req.method} ${protocol}`,
-      { kind: SpanKind.SERVER, attributes: { "rpc.system": "jsonrpc", "parley.protocol": protocol } },
+      { kind: SpanKind.SERVER, attributes: { "rpc.system": protocol, "parley.protocol": protocol } },
       parent,
     );
     context.with(trace.setSpan(parent, span), () => handler(req, res));

@@ -1,7 +1,7 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** Where a request arrived: the server port's protocols, the bridge's JSON-RPC, or an in-process call. */
-export type RequestProtocol = "grpc" | "grpc-web" | "connect" | "jsonrpc" | "in-process" | "http";
+export type RequestProtocol = "grpc" | "grpc-web" | "connect" | "jsonrpc" | "rest" | "in-process" | "http";
 
 /** Outcomes of one push notification POST. */
 export type PushOutcome = "delivered" | "retried" | "dropped" | "refused";
