@@ -173,10 +173,10 @@ export function createSseWriter(keepAliveMs: number, limits: SseLimits = default
       } while (!first.done && skip());
     } catch (error) {
       clearInterval(early);
-      // Before any byte a failure is a plain JSON-RPC error (the caller answers it); after a comment, an error event.
+      // Before any byte a failure is a plain error answer (the caller gives it); after a comment, an error event.
       if (!res.headersSent) throw error;
       if (!upstreamAbort.signal.aborted && !res.destroyed) {
-        res.end(`event: error\ndata: ${JSON.stringify({ jsonrpc: "2.0", id, error: stream.failure(error) })}\n\n`);
+        res.end(`event: error\ndata: ${JSON.stringify(frames.error(stream.failure(error)))}\n\n`);
       }
       return;
     }

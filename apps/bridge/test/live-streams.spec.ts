@@ -126,6 +126,7 @@ beforeAll(async () => {
         forward("rpc", "edge-rpc"),
         forward("grpc", "edge-grpc"),
         forward("v03", "edge-v03"),
+        forward("rest", "edge-rest"),
         forward("long", "edge-long"),
         forward("broken", "broken"),
         forward("plain", "plain"),
@@ -135,6 +136,7 @@ beforeAll(async () => {
         { name: "edge-rpc", url: agentUrl(edge, "stream"), protocol: "jsonrpc" },
         { name: "edge-grpc", url: `http://${edge.grpcAddress}`, protocol: "grpc", agent: "stream" },
         { name: "edge-v03", url: agentUrl(edge, "stream"), protocol: "jsonrpc", a2aVersion: "0.3" },
+        { name: "edge-rest", url: agentUrl(edge, "stream"), protocol: "rest" },
         { name: "edge-long", url: agentUrl(edge, "long"), protocol: "jsonrpc" },
         { name: "broken", url: brokenPeerUrl, protocol: "jsonrpc" },
         { name: "plain", url: `${brokenPeerUrl}plain/`, protocol: "jsonrpc" },
@@ -383,6 +385,7 @@ describe("a2a agents relay their peer's stream as it arrives", () => {
     ["one hop, JSON-RPC peer", () => [mid, "rpc", [edge]] as const],
     ["one hop, gRPC peer", () => [mid, "grpc", [edge]] as const],
     ["one hop, JSON-RPC 0.3 peer", () => [mid, "v03", [edge]] as const],
+    ["one hop, HTTP+JSON peer", () => [mid, "rest", [edge]] as const],
     ["two hops, JSON-RPC peers", () => [front, "rpc2", [mid, edge]] as const],
     ["two hops, gRPC peers", () => [front, "grpc2", [mid, edge]] as const],
   ])("%s: the model's chunks reach the caller as separate events, live, stored alike", async (_name, setup) => {
@@ -415,6 +418,25 @@ describe("a2a agents relay their peer's stream as it arrives", () => {
     expect(kinds[0]).toBe("task");
     expect(kinds.at(-1)).toBe("statusUpdate");
     expect(events.length).toBe(seen.length + 4);
+  });
+
+  it("follows an HTTP+JSON peer over that binding (POST message:stream), not over JSON-RPC", async () => {
+    const restStreams = async () => {
+      const text = await (await fetch(new URL("/metrics", edge.url))).text();
+      const line = text
+        .split("\n")
+        .find(
+          (l) =>
+            /^parley_requests_total\{/.test(l) && l.includes('protocol="rest"') && l.includes("SendStreamingMessage"),
+        );
+      return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
+    };
+    const before = await restStreams();
+    const { events } = await sse(agentUrl(mid, "rest"), "SendStreamingMessage", {
+      message: userMessage("over rest", `rest-${randomUUID()}`),
+    });
+    expect(Object.keys(resultOf(events.at(-1)!))[0]).toBe("statusUpdate");
+    expect(await restStreams()).toBe(before + 1);
   });
 
   it("keeps a thread's turns on one thread of the peer", async () => {
