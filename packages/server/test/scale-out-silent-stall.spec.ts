@@ -181,6 +181,8 @@ describe("two replicas through a 10 s silent PostgreSQL stall", () => {
       );
     }
     expect(allTerminalMs).toBeLessThan(boundMs);
-    console.info(`every task terminal ${allTerminalMs} ms after the database answered again (documented bound ${documentedBoundMs} ms)`);
+    console.info(
+      `every task terminal ${allTerminalMs} ms after the database answered again (documented bound ${documentedBoundMs} ms)`,
+    );
   }, 120_000);
 });
