@@ -343,7 +343,15 @@ export const parleyConfigSchema = z
       ),
       maxAttempts: setting(z.int().min(1).default(5), { description: "tries per notification, the first included" }),
       retryBaseMs: setting(millis(1).default(500), { description: "pause before the first retry; doubles each time" }),
-      timeoutMs: setting(millis(1).default(10_000), { description: "how long one POST may take" }),
+      timeoutMs: setting(millis(1).default(10_000), {
+        description:
+          "how long one POST may take, the address lookup included; past it the POST is cut (and retried as a failure)",
+      }),
+      maxConfigsPerTask: setting(z.int().min(1).max(10_000).default(10), {
+        description:
+          "push notification configs one task may have; creating one more (a new id) is refused LIMIT_EXCEEDED (gRPC RESOURCE_EXHAUSTED) naming this limit",
+        env: "PARLEY_PUSH_MAX_CONFIGS_PER_TASK",
+      }),
     }),
     operations: section({
       corsOrigins: setting(
