@@ -1,5 +1,12 @@
 import { setMaxListeners } from "node:events";
-import { Code, ConnectError, type ConnectRouter, createConnectRouter, type Transport } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createConnectRouter,
+  createContextValues,
+  type Transport,
+} from "@connectrpc/connect";
 import { validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import {
@@ -39,6 +46,7 @@ import {
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
 } from "./interceptors/decode-errors.js";
+import { clientAddressKey } from "./limits/auth-throttle.js";
 import { createConnectRoute } from "./listen/connect-route.js";
 import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
@@ -268,7 +276,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const interceptors = [
     decoded,
     observing,
-    createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)]),
+    createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)], logger),
   ];
   const health = createHealthMonitor({ probe: readinessProbe(rawStore, backend) });
   healthRef = health;
@@ -371,6 +379,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       const handler = connectNodeAdapter({
         routes,
         ...routerOptions,
+        contextValues: (req) => createContextValues().set(clientAddressKey, req.socket?.remoteAddress),
         fallback(req, res) {
           res.writeHead(404, { "content-type": "text/plain" });
           res.end(`no such RPC: ${req.url}\n`);

@@ -250,6 +250,11 @@ export const parleyConfigSchema = z
         { description: "largest request message in bytes, on every protocol" },
       ),
       maxPartsPerMessage: setting(z.int().min(1).default(64), { description: "most parts in one message" }),
+      failedAuthPerMinute: setting(z.int().min(0).default(30), {
+        description:
+          "failed authentications (a missing, malformed or unknown API key) one client address may make per minute, in a burst or spread out; past it the address is refused RATE_LIMITED (gRPC RESOURCE_EXHAUSTED) until a try is back, whatever key it sends; 0: off",
+        env: "PARLEY_FAILED_AUTH_PER_MINUTE",
+      }),
       maxTextChars: setting(
         z
           .int()
