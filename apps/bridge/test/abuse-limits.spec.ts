@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { A2AService } from "@parley/proto";
+import { loadConfig } from "@parley/server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { postRaw, rpc, startStack, type TestStack } from "./harness.js";
 
@@ -84,5 +85,32 @@ describe("the per-task cap on push notification configs", () => {
       );
     expect(error?.code).toBe(Code.ResourceExhausted);
     expect(error?.rawMessage).toContain("push.maxConfigsPerTask");
+  });
+});
+
+describe("failed authentication over JSON-RPC", () => {
+  const perMinute = 3;
+  let stack: TestStack;
+  beforeAll(async () => {
+    const settings = loadConfig({
+      argv: [],
+      env: { PARLEY_API_KEYS: "good-key=acme", PARLEY_FAILED_AUTH_PER_MINUTE: String(perMinute) },
+    });
+    stack = await startStack({ apiKeys: settings.apiKeys, limits: settings.limits });
+  });
+  afterAll(async () => {
+    await stack?.close();
+  });
+
+  it("is throttled per client address: -32053 up to the limit, then -32051 naming the limit", async () => {
+    const call = (key: string) =>
+      postRaw(stack.bridge.url, rpc("GetTask", { id: "any" }), { ...v1, authorization: `Bearer ${key}` });
+    for (let i = 0; i < perMinute; i++) {
+      expect(((await call("wrong-key")).json.error as { code: number }).code).toBe(-32053);
+    }
+    const throttled = (await call("wrong-key")).json.error as { code: number; message: string };
+    expect(throttled.code).toBe(-32051);
+    expect(throttled.message).toMatch(/too many failed authentications from (::ffff:)?127\.0\.0\.1; retry in \d+ s/);
+    expect(throttled.message).toContain("limits.failedAuthPerMinute");
   });
 });
