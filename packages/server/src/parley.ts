@@ -64,6 +64,7 @@ import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
 import { createReflectionServices } from "./reflection/reflection-service.js";
 import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
 import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
+import { createGuardedClock } from "./retention/guarded-clock.js";
 import { retentionPolicy } from "./retention/retention-policy.js";
 import { createRetentionSweeper, type RetentionSweeper } from "./retention/retention-sweeper.js";
 import { createServiceCalls } from "./service-calls.js";
@@ -123,6 +124,11 @@ export interface CreateParleyOptions {
    * tests move it instead of waiting for days.
    */
   readonly now?: () => number;
+  /**
+   * The monotonic clock retention checks `now` against (performance.now by default; `now` itself when only `now`
+   * is injected, so a test that moves `now` sees threads age): a jump of `now` ahead of it ages no thread.
+   */
+  readonly monotonic?: () => number;
 }
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
@@ -236,7 +242,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     retention: backend.retention,
     policy: retentionPolicy(config),
     intervalMs: config.retention.intervalMs,
-    now: options.now ?? Date.now,
+    now: createGuardedClock(options.now ?? Date.now, options.monotonic ?? options.now ?? (() => performance.now())),
     busy: (key) => engine.busyRun(key.tenant, key.contextId) !== undefined,
     logger,
     ...(metrics ? { metrics } : {}),
