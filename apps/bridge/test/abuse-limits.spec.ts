@@ -73,7 +73,18 @@ describe("the per-task cap on push notification configs", () => {
 
   it("refuses one config too many over gRPC with RESOURCE_EXHAUSTED naming the setting", async () => {
     const taskId = await newTask();
-    const client = createClient(A2AService, createGrpcTransport({ baseUrl: `http://${stack.grpcAddress}` }));
+    const client = createClient(
+      A2AService,
+      createGrpcTransport({
+        baseUrl: `http://${stack.grpcAddress}`,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("a2a-version", "1.0");
+            return next(req);
+          },
+        ],
+      }),
+    );
     for (let i = 0; i < maxConfigsPerTask; i++) {
       await client.createTaskPushNotificationConfig({ taskId, id: `g${i}`, url: "http://127.0.0.1:9/hook" });
     }
