@@ -242,9 +242,19 @@ async function recordEnd(ctx: TurnContext, run: TaskRun, outcome: Outcome): Prom
         await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** (attempt - 1), 1_000)));
         continue;
       }
+      // The store itself refused (a fault such as a full disk, not a lost lease or an absent database): the caller
+      // learns at once (the catch in runTurn answers FAILED, not stored) and the context is freed as before.
+      if (error instanceof StoreError && error.code !== "FENCED") throw error;
+      // Nobody may read the outcome that was not stored while the task's end is awaited.
+      setStatus(
+        run.task,
+        TaskState.FAILED,
+        "the end of this task could not be stored; it is ended by the replica that takes its context over",
+      );
       const stored = await ctx.coordinator.abandon(run, error, () => run.interrupted);
+      if (stored?.status) run.task.status = stored.status;
       ctx.leave(run);
-      if (stored) run.publish(statusEvent(stored));
+      run.publish(statusEvent(run.task));
       return;
     }
   }
