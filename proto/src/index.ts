@@ -1,3 +1,4 @@
+export * from "./deadline.js";
 export * from "./field-layout.js";
 export * from "./gen/google/rpc/error_details_pb.js";
 // gRPC's own services (health, reflection v1 and v1alpha) share message names between versions: each is a namespace.

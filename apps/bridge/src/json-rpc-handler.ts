@@ -1,9 +1,9 @@
 import { getEventListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isMessage, type Message } from "@bufbuild/protobuf";
-import { ConnectError, type Transport } from "@connectrpc/connect";
+import { ConnectError, createContextValues, type Transport } from "@connectrpc/connect";
 import { parleyErrorDomain, SendMessageRequestSchema, headers as wire } from "@parley/proto";
-import { noteRequest } from "@parley/server";
+import { clientAddressKey, noteRequest } from "@parley/server";
 import type { AgentCheck, UnknownAgent } from "./card-source.js";
 import { contentTypeError } from "./content-type.js";
 import { sendJson } from "./http-response.js";
@@ -140,9 +140,10 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
       const input = spec.parse(envelope.params);
       checkParts(input, limits.maxPartsPerMessage);
       const headers = upstreamHeaders(req, agent);
+      const values = createContextValues().set(clientAddressKey, req.socket.remoteAddress);
       if (notification) {
         // Processed as any call, answered with nothing (204); a stream's events are read to its end and dropped.
-        const output = await spec.call(upstream, input, upstreamAbort.signal, headers);
+        const output = await spec.call(upstream, input, upstreamAbort.signal, headers, values);
         if (spec.streaming) {
           reusable = false;
           void drain((output as UpstreamStream).events, (error) => failure(error, spec.name));
@@ -156,7 +157,13 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
         reusable = false;
         const resume = resumePointOf(input, headerValue(req, "last-event-id"));
         if (resume) headers[wire.resumeAfter] = String(resume.afterSeq);
-        const events = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<UpstreamStream>);
+        const events = await (spec.call(
+          upstream,
+          input,
+          upstreamAbort.signal,
+          headers,
+          values,
+        ) as Promise<UpstreamStream>);
         await sse.write(res, {
           upstream: events,
           render: spec.render,
@@ -171,7 +178,7 @@ export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
         });
         reusable = true;
       } else {
-        const output = await (spec.call(upstream, input, upstreamAbort.signal, headers) as Promise<Message>);
+        const output = await (spec.call(upstream, input, upstreamAbort.signal, headers, values) as Promise<Message>);
         sendJson(res, 200, { jsonrpc: "2.0", id, result: spec.render(output) });
       }
     } catch (error) {

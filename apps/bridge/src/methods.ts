@@ -8,7 +8,7 @@ import {
   type Message,
   toJson,
 } from "@bufbuild/protobuf";
-import type { Transport } from "@connectrpc/connect";
+import type { ContextValues, Transport } from "@connectrpc/connect";
 import {
   A2AService,
   type GetTaskPushNotificationConfigRequest,
@@ -43,6 +43,8 @@ export interface MethodSpec {
     input: Message,
     signal: AbortSignal,
     headers: Record<string, string>,
+    /** The call's context values (the client's address, for the server's authentication throttle). */
+    contextValues?: ContextValues,
   ): Promise<Message> | Promise<UpstreamStream>;
   render(output: Message): JsonValue;
 }
@@ -62,8 +64,9 @@ async function callUnary(
   input: Message,
   signal: AbortSignal,
   headers: Record<string, string>,
+  contextValues?: ContextValues,
 ) {
-  const response = await transport.unary(method, signal, undefined, headers, input);
+  const response = await transport.unary(method, signal, undefined, headers, input, contextValues);
   return response.message;
 }
 
@@ -105,8 +108,9 @@ async function callStream(
   input: Message,
   signal: AbortSignal,
   headers: Record<string, string>,
+  contextValues?: ContextValues,
 ): Promise<UpstreamStream> {
-  const response = await transport.stream(method, signal, undefined, headers, new OneMessage(input));
+  const response = await transport.stream(method, signal, undefined, headers, new OneMessage(input), contextValues);
   return { header: response.header, events: response.message };
 }
 
@@ -181,8 +185,8 @@ function v1Method(method: AnyUnary | AnyStreaming): MethodSpec {
       }
     },
     call: streaming
-      ? (t, i, s, h) => callStream(method as AnyStreaming, t, i, s, h)
-      : (t, i, s, h) => callUnary(method as AnyUnary, t, i, s, h),
+      ? (t, i, s, h, c) => callStream(method as AnyStreaming, t, i, s, h, c)
+      : (t, i, s, h, c) => callUnary(method as AnyUnary, t, i, s, h, c),
     // The shapes a turn answers with are written directly (turn-json.ts); anything else by toJson.
     render:
       method.output === ListTasksResponseSchema
@@ -221,8 +225,8 @@ function v03Method<S extends z.ZodType>(
       return toRequest(parsed.data);
     },
     call: streaming
-      ? (t, i, s, h) => callStream(upstream as AnyStreaming, t, i, s, h)
-      : (t, i, s, h) => callUnary(upstream as AnyUnary, t, i, s, h),
+      ? (t, i, s, h, c) => callStream(upstream as AnyStreaming, t, i, s, h, c)
+      : (t, i, s, h, c) => callUnary(upstream as AnyUnary, t, i, s, h, c),
     render: render as (output: Message) => JsonValue,
   };
 }
@@ -249,9 +253,11 @@ async function getPushConfigV03(
   input: Message,
   signal: AbortSignal,
   headers: Record<string, string>,
+  contextValues?: ContextValues,
 ): Promise<Message> {
   const request = input as GetTaskPushNotificationConfigRequest;
-  if (request.id !== "") return callUnary(m.getTaskPushNotificationConfig, transport, input, signal, headers);
+  if (request.id !== "")
+    return callUnary(m.getTaskPushNotificationConfig, transport, input, signal, headers, contextValues);
   const list = create(ListTaskPushNotificationConfigsRequestSchema, { taskId: request.taskId, pageSize: 100 });
   const { configs } = (await callUnary(
     m.listTaskPushNotificationConfigs,
@@ -259,6 +265,7 @@ async function getPushConfigV03(
     list,
     signal,
     headers,
+    contextValues,
   )) as ListTaskPushNotificationConfigsResponse;
   const config = configs.find((c) => c.id === request.taskId) ?? configs[0];
   if (config) return config;
@@ -274,9 +281,10 @@ async function extendedCardV03(
   input: Message,
   signal: AbortSignal,
   headers: Record<string, string>,
+  contextValues?: ContextValues,
 ): Promise<Message> {
   try {
-    return await callUnary(m.getExtendedAgentCard, transport, input, signal, headers);
+    return await callUnary(m.getExtendedAgentCard, transport, input, signal, headers, contextValues);
   } catch (error) {
     const rpcError = toJsonRpcError(error);
     if (rpcError.code !== JsonRpcCode.UnsupportedOperation) throw error;

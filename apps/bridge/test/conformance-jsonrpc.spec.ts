@@ -216,7 +216,14 @@ describe("capability switches and protocol errors over JSON-RPC", () => {
       agents: [{ name: "conformance", type: "conformance" }],
       capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false, requiredExtensions: [] },
       // The kit's webhook receiver listens on loopback, which push notifications may not reach by default.
-      push: { allowedHosts: [], allowedAddresses: ["127.0.0.1"], maxAttempts: 5, retryBaseMs: 500, timeoutMs: 10_000 },
+      push: {
+        allowedHosts: [],
+        allowedAddresses: ["127.0.0.1"],
+        maxAttempts: 5,
+        retryBaseMs: 500,
+        timeoutMs: 10_000,
+        maxConfigsPerTask: 10,
+      },
     });
     receiver = createServer((req, res) => {
       const chunks: Buffer[] = [];

@@ -19,7 +19,14 @@ beforeAll(async () => {
   stack = await startStack({
     capabilities: { streaming: true, pushNotifications: true, extendedAgentCard: false, requiredExtensions: [] },
     // The configs below point at loopback (port 9, discard), which push notifications may not reach by default.
-    push: { allowedHosts: [], allowedAddresses: ["127.0.0.1"], maxAttempts: 1, retryBaseMs: 500, timeoutMs: 10_000 },
+    push: {
+      allowedHosts: [],
+      allowedAddresses: ["127.0.0.1"],
+      maxAttempts: 1,
+      retryBaseMs: 500,
+      timeoutMs: 10_000,
+      maxConfigsPerTask: 10,
+    },
   });
   url = stack.bridge.url;
 });

@@ -2,6 +2,7 @@ import { create, fromJson, type JsonValue, type MessageInitShape, toJson } from 
 import { type CallOptions, type Client, Code, ConnectError } from "@connectrpc/connect";
 import {
   type A2AService,
+  createDeadline,
   SendMessageRequestSchema as RequestSchema,
   type SendMessageRequestSchema,
   type SendMessageResponse,
@@ -132,17 +133,18 @@ export function createJsonRpcA2AClient(options: JsonRpcClientOptions): A2ASender
     });
     if (options.token) headers.set("authorization", `Bearer ${options.token}`);
     for (const [name, value] of new Headers(call?.headers)) headers.set(name, value);
-    const signals = [call?.signal, call?.timeoutMs ? AbortSignal.timeout(call.timeoutMs) : undefined].filter(
-      (s): s is AbortSignal => s !== undefined,
-    );
+    // The deadline covers the whole call, the body or stream included: the caller clears it when that ended.
+    const deadline = call?.timeoutMs ? createDeadline(call.timeoutMs, call.signal) : undefined;
     try {
-      return await fetch(url, {
+      const response = await fetch(url, {
         method: "POST",
         headers,
         body: JSON.stringify({ jsonrpc: "2.0", id: nextId++, method, params }),
-        signal: signals.length > 0 ? AbortSignal.any(signals) : undefined,
+        signal: deadline?.signal ?? call?.signal,
       });
+      return { response, deadline };
     } catch (error) {
+      deadline?.clear();
       if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) {
         throw new ConnectError(
           `${method} on ${url} was ${error.name === "TimeoutError" ? "timed out" : "canceled"}`,
@@ -156,37 +158,57 @@ export function createJsonRpcA2AClient(options: JsonRpcClientOptions): A2ASender
 
   return {
     async sendMessage(request, call): Promise<SendMessageResponse> {
-      const response = await post("SendMessage", request, call);
-      const body = await response.text();
-      if (!response.ok) throw httpFailure(url, "SendMessage", response.status, body);
-      const envelope = parseEnvelope(url, "SendMessage", body);
-      return fromJson(SendMessageResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
+      const { response, deadline } = await post("SendMessage", request, call);
+      try {
+        const body = await response.text();
+        if (!response.ok) throw httpFailure(url, "SendMessage", response.status, body);
+        const envelope = parseEnvelope(url, "SendMessage", body);
+        return fromJson(SendMessageResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
+      } catch (error) {
+        throw deadline?.expired ? timedOut("SendMessage") : error;
+      } finally {
+        deadline?.clear();
+      }
     },
 
     async *sendStreamingMessage(request, call): AsyncIterable<StreamResponse> {
       const method = "SendStreamingMessage";
-      const response = await post(method, request, call);
-      if (!response.ok) throw httpFailure(url, method, response.status, await response.text());
-      const type = response.headers.get("content-type") ?? "";
-      if (!type.startsWith("text/event-stream")) {
-        // A JSON answer to a streaming request is an error or a single final result.
-        const envelope = parseEnvelope(url, method, await response.text());
-        yield fromJson(StreamResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
-        return;
-      }
-      if (!response.body)
-        throw new ConnectError(`${method} on ${url} answered with an empty event stream`, Code.Internal);
-      const pending: EventSourceMessage[] = [];
-      const parser = createParser({ onEvent: (event) => pending.push(event) });
-      const decoder = new TextDecoder();
-      for await (const chunk of response.body) {
-        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-        while (pending.length > 0) {
-          const event = pending.shift()!;
-          const envelope = parseEnvelope(url, method, event.data);
-          yield fromJson(StreamResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
-        }
+      const { response, deadline } = await post(method, request, call);
+      try {
+        yield* readStream(method, response);
+      } catch (error) {
+        throw deadline?.expired ? timedOut(method) : error;
+      } finally {
+        deadline?.clear();
       }
     },
   };
+
+  function timedOut(method: string): ConnectError {
+    return new ConnectError(`${method} on ${url} was timed out`, Code.DeadlineExceeded);
+  }
+
+  async function* readStream(method: string, response: Response): AsyncIterable<StreamResponse> {
+    if (!response.ok) throw httpFailure(url, method, response.status, await response.text());
+    const type = response.headers.get("content-type") ?? "";
+    if (!type.startsWith("text/event-stream")) {
+      // A JSON answer to a streaming request is an error or a single final result.
+      const envelope = parseEnvelope(url, method, await response.text());
+      yield fromJson(StreamResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
+      return;
+    }
+    if (!response.body)
+      throw new ConnectError(`${method} on ${url} answered with an empty event stream`, Code.Internal);
+    const pending: EventSourceMessage[] = [];
+    const parser = createParser({ onEvent: (event) => pending.push(event) });
+    const decoder = new TextDecoder();
+    for await (const chunk of response.body) {
+      parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
+      while (pending.length > 0) {
+        const event = pending.shift()!;
+        const envelope = parseEnvelope(url, method, event.data);
+        yield fromJson(StreamResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
+      }
+    }
+  }
 }

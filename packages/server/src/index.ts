@@ -73,6 +73,7 @@ export {
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
 } from "./interceptors/decode-errors.js";
+export { clientAddressKey } from "./limits/auth-throttle.js";
 export { keyedRequestsPerSecondPerTenant, type RateLimitPolicy, rateLimitPolicy } from "./limits/rate-limit-policy.js";
 export {
   type ConnectionLimits,

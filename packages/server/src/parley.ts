@@ -1,5 +1,12 @@
 import { setMaxListeners } from "node:events";
-import { Code, ConnectError, type ConnectRouter, createConnectRouter, type Transport } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type ConnectRouter,
+  createConnectRouter,
+  createContextValues,
+  type Transport,
+} from "@connectrpc/connect";
 import { validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
 import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 import {
@@ -39,6 +46,7 @@ import {
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
 } from "./interceptors/decode-errors.js";
+import { clientAddressKey } from "./limits/auth-throttle.js";
 import { createConnectRoute } from "./listen/connect-route.js";
 import { rpcFramingBytes } from "./listen/connection-limits.js";
 import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
@@ -56,6 +64,7 @@ import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
 import { createReflectionServices } from "./reflection/reflection-service.js";
 import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
 import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
+import { createGuardedClock } from "./retention/guarded-clock.js";
 import { retentionPolicy } from "./retention/retention-policy.js";
 import { createRetentionSweeper, type RetentionSweeper } from "./retention/retention-sweeper.js";
 import { createServiceCalls } from "./service-calls.js";
@@ -115,6 +124,11 @@ export interface CreateParleyOptions {
    * tests move it instead of waiting for days.
    */
   readonly now?: () => number;
+  /**
+   * The monotonic clock retention checks `now` against (performance.now by default; `now` itself when only `now`
+   * is injected, so a test that moves `now` sees threads age): a jump of `now` ahead of it ages no thread.
+   */
+  readonly monotonic?: () => number;
 }
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
@@ -228,7 +242,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     retention: backend.retention,
     policy: retentionPolicy(config),
     intervalMs: config.retention.intervalMs,
-    now: options.now ?? Date.now,
+    now: createGuardedClock(options.now ?? Date.now, options.monotonic ?? options.now ?? (() => performance.now())),
     busy: (key) => engine.busyRun(key.tenant, key.contextId) !== undefined,
     logger,
     ...(metrics ? { metrics } : {}),
@@ -268,7 +282,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
   const interceptors = [
     decoded,
     observing,
-    createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)]),
+    createCallerInterceptor(config, [...names, ...peerAgents.map((a) => a.name)], logger),
   ];
   const health = createHealthMonitor({ probe: readinessProbe(rawStore, backend) });
   healthRef = health;
@@ -371,6 +385,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
       const handler = connectNodeAdapter({
         routes,
         ...routerOptions,
+        contextValues: (req) => createContextValues().set(clientAddressKey, req.socket?.remoteAddress),
         fallback(req, res) {
           res.writeHead(404, { "content-type": "text/plain" });
           res.end(`no such RPC: ${req.url}\n`);

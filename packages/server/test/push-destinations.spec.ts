@@ -86,7 +86,8 @@ describe("push destinations are checked against the address they reach", () => {
       {
         agents: [{ name: "conformance", type: "conformance" }],
         capabilities: { pushNotifications: true },
-        push: { retryBaseMs: 10, maxAttempts: 3, timeoutMs: 5_000 },
+        // One task carries a config per refused form of address below, more than the default cap.
+        push: { retryBaseMs: 10, maxAttempts: 3, timeoutMs: 5_000, maxConfigsPerTask: 100 },
       },
       { logger: log.logger },
     );

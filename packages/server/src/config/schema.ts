@@ -250,6 +250,11 @@ export const parleyConfigSchema = z
         { description: "largest request message in bytes, on every protocol" },
       ),
       maxPartsPerMessage: setting(z.int().min(1).default(64), { description: "most parts in one message" }),
+      failedAuthPerMinute: setting(z.int().min(0).default(30), {
+        description:
+          "failed authentications (a missing, malformed or unknown API key) one client address may make per minute, in a burst or spread out; past it the address is refused RATE_LIMITED (gRPC RESOURCE_EXHAUSTED) until a try is back, whatever key it sends; 0: off",
+        env: "PARLEY_FAILED_AUTH_PER_MINUTE",
+      }),
       maxTextChars: setting(
         z
           .int()
@@ -343,7 +348,15 @@ export const parleyConfigSchema = z
       ),
       maxAttempts: setting(z.int().min(1).default(5), { description: "tries per notification, the first included" }),
       retryBaseMs: setting(millis(1).default(500), { description: "pause before the first retry; doubles each time" }),
-      timeoutMs: setting(millis(1).default(10_000), { description: "how long one POST may take" }),
+      timeoutMs: setting(millis(1).default(10_000), {
+        description:
+          "how long one POST may take, the address lookup included; past it the POST is cut (and retried as a failure)",
+      }),
+      maxConfigsPerTask: setting(z.int().min(1).max(10_000).default(10), {
+        description:
+          "push notification configs one task may have; creating one more (a new id) is refused LIMIT_EXCEEDED (gRPC RESOURCE_EXHAUSTED) naming this limit",
+        env: "PARLEY_PUSH_MAX_CONFIGS_PER_TASK",
+      }),
     }),
     operations: section({
       corsOrigins: setting(

@@ -42,6 +42,16 @@ export interface ReplicaCoordinator {
    * before its outcome is written): a coordinator that left a hidden run's events out of the log logs them now.
    */
   shown(run: TaskRun): void;
+  /**
+   * The run's final write failed (`attempt` tries, the first `failingMs` ago): whether trying it again can
+   * still land (the run may still hold the context).
+   */
+  mayRetryEnd(run: TaskRun, error: unknown, attempt: number, failingMs: number): boolean;
+  /**
+   * Gives up recording the run's end: the context stays taken until whoever takes it over ends the task (FAILED,
+   * with a final event). Resolves with the stored task once that happened, or undefined once `stop()` is true.
+   */
+  abandon(run: TaskRun, why: unknown, stop: () => boolean): Promise<Task | undefined>;
   /** After the run's last event: waits until its events are durable, then frees the context. */
   finish(run: TaskRun): Promise<void>;
   /** Frees what `acquire` took for a run that never started (its send failed, or was a retry). */

@@ -67,6 +67,7 @@ export class TaskRun implements TaskEventSource {
   private changed: Promise<void> | undefined;
   private wake: (() => void) | undefined;
   private ended = false;
+  private interruptRequested = false;
 
   constructor(
     readonly tenant: string,
@@ -124,7 +125,13 @@ export class TaskRun implements TaskEventSource {
 
   /** Stops the agent because the server shuts down (`why` says how); the task ends FAILED (interrupted). */
   interrupt(why = "the server shut down"): void {
+    this.interruptRequested = true;
     if (!this.ended) this.abort(new RunStop("shutdown", why));
+  }
+
+  /** Whether the server asked the run to stop for its shutdown (also after the run was stopped otherwise). */
+  get interrupted(): boolean {
+    return this.interruptRequested;
   }
 
   private nextChange(): Promise<void> {

@@ -162,7 +162,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     if (silent) task.metadata[parleyMetadataKey] = { silent: true };
     if (directReply) {
       directReply.metadata = withChainReport(directReply.metadata, turn.chain);
-      await finishWithMessage(ctx, run, directReply);
+      await recordEnd(ctx, run, messageOutcome(ctx, run, directReply));
       return;
     }
     start(false);
@@ -183,9 +183,10 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     const final = statusEvent(task);
     if (final.payload.case === "statusUpdate") final.payload.value.metadata = task.metadata;
     // The final event is logged with the outcome where the store can (one batch), and published once it landed.
-    await persistOutcome(ctx, run, reply, false, final);
-    ctx.leave(run);
-    run.publish(final);
+    await recordEnd(ctx, run, {
+      last: final,
+      persist: (retry) => persistOutcome(ctx, run, reply, false, retry, final),
+    });
   } catch (error) {
     ctx.logger.error({ taskId: run.taskId, err: error }, "could not record the end of a task");
     // Its waiters must not see the outcome that was not stored (a restart finds the task unfinished and fails it).
@@ -214,7 +215,52 @@ function partialNote(chunks: number, text: string): string {
   return chunks > 0 ? `; its partial reply (${chunks} chunks, ${text.length} characters) was not kept` : "";
 }
 
-async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message): Promise<void> {
+/** What ends a run: its final event, and the write that stores it (`retry`: an earlier try may have landed). */
+interface Outcome {
+  readonly last: StreamResponse;
+  persist(retry: boolean): Promise<void>;
+}
+
+/**
+ * Stores the run's outcome, then publishes its final event. A write that fails is tried again while the run may
+ * still hold its context (the database away, for up to the coordinator's outage tolerance); past that the end is
+ * left to whoever takes the context over (the task ends FAILED), and the run's streams get the stored end once it
+ * is there. So no run leaves its task unfinished, whatever the database did.
+ */
+async function recordEnd(ctx: TurnContext, run: TaskRun, outcome: Outcome): Promise<void> {
+  let failingSince: number | undefined;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await outcome.persist(attempt > 1);
+      ctx.leave(run);
+      run.publish(outcome.last);
+      return;
+    } catch (error) {
+      failingSince ??= Date.now();
+      if (!run.interrupted && ctx.coordinator.mayRetryEnd(run, error, attempt, Date.now() - failingSince)) {
+        ctx.logger.warn({ taskId: run.taskId, attempt, err: error }, "could not record the end of a task; retrying");
+        await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** (attempt - 1), 1_000)));
+        continue;
+      }
+      // The store itself refused (a fault such as a full disk, not a lost lease or an absent database): the caller
+      // learns at once (the catch in runTurn answers FAILED, not stored) and the context is freed as before.
+      if (error instanceof StoreError && error.code !== "FENCED") throw error;
+      // Nobody may read the outcome that was not stored while the task's end is awaited.
+      setStatus(
+        run.task,
+        TaskState.FAILED,
+        "the end of this task could not be stored; it is ended by the replica that takes its context over",
+      );
+      const stored = await ctx.coordinator.abandon(run, error, () => run.interrupted);
+      if (stored?.status) run.task.status = stored.status;
+      ctx.leave(run);
+      run.publish(statusEvent(run.task));
+      return;
+    }
+  }
+}
+
+function messageOutcome(ctx: TurnContext, run: TaskRun, reply: Message): Outcome {
   const task = run.task;
   reply.taskId = "";
   task.history.push(reply);
@@ -223,12 +269,17 @@ async function finishWithMessage(ctx: TurnContext, run: TaskRun, reply: Message)
   // of the message is answered with the reply from the thread.
   const hidden = !run.visible;
   const last = streamResponse({ case: "message", value: reply });
-  // A hidden task's reply is never logged (nobody can follow the task); a visible one's is, with the outcome.
-  await persistOutcome(ctx, run, reply, hidden, hidden ? undefined : last);
-  // Someone asked for the task while its end was being written: it stays, COMPLETED.
-  if (hidden && run.visible) await ctx.store.putTask(taskRecord(run.tenant, task), ctx.coordinator.writeOptions(run));
-  ctx.leave(run);
-  run.publish(last);
+  return {
+    last,
+    async persist(retry) {
+      // A hidden task's reply is never logged (nobody can follow the task); a visible one's is, with the outcome.
+      await persistOutcome(ctx, run, reply, hidden, retry, hidden ? undefined : last);
+      // Someone asked for the task while its end was being written: it stays, COMPLETED.
+      if (hidden && run.visible) {
+        await ctx.store.putTask(taskRecord(run.tenant, task), ctx.coordinator.writeOptions(run));
+      }
+    },
+  };
 }
 
 /**
@@ -240,6 +291,7 @@ async function persistOutcome(
   run: TaskRun,
   reply: Message | undefined,
   hidden: boolean,
+  retry: boolean,
   last?: StreamResponse,
 ): Promise<void> {
   // A turn that ends as a task hands its caller the task: from now on it is visible. Not ReplicaCoordinator.shown:
@@ -249,8 +301,8 @@ async function persistOutcome(
     run.storedHidden = false;
   }
   const record = taskRecord(run.tenant, run.task, hidden ? { hidden } : undefined);
-  if (!last) return writeOutcome(ctx, run, reply, record, ctx.coordinator.writeOptions(run));
-  return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, fenced));
+  if (!last) return writeOutcome(ctx, run, reply, record, retry, ctx.coordinator.writeOptions(run));
+  return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, retry, fenced));
 }
 
 async function writeOutcome(
@@ -258,6 +310,7 @@ async function writeOutcome(
   run: TaskRun,
   reply: Message | undefined,
   record: TaskRecord,
+  retry: boolean,
   fenced: WriteOptions | undefined,
 ): Promise<void> {
   if (reply) {
@@ -268,8 +321,9 @@ async function writeOutcome(
         provenance: "agent",
         taskId: run.taskId,
         payload: encodeMessage(reply),
-        // The engine minted this messageId just now: no retry of it can exist.
-        fresh: true,
+        // The engine minted this messageId just now: no retry of it can exist, unless an earlier try of this
+        // write failed without its answer (it may have landed: the store then finds it by its messageId).
+        fresh: !retry,
       },
       record,
       fenced,

@@ -1,3 +1,5 @@
+import { createDeadline } from "@parley/proto";
+
 /** One readiness check's result: "ok", or what is wrong. */
 export type CheckResult = "ok" | string;
 
@@ -52,7 +54,8 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
   const run = async (): Promise<Readiness> => {
     if (draining) return { ready: false, draining, checks: {} };
     let checks: Readonly<Record<string, CheckResult>>;
-    const signal = AbortSignal.timeout(timeoutMs);
+    const deadline = createDeadline(timeoutMs);
+    const signal = deadline.signal;
     try {
       checks = await Promise.race([
         options.probe(signal),
@@ -64,6 +67,8 @@ export function createHealthMonitor(options: HealthMonitorOptions): HealthMonito
       ]);
     } catch (error) {
       checks = { probe: error instanceof Error ? error.message : String(error) };
+    } finally {
+      deadline.clear();
     }
     const ready = !draining && Object.values(checks).every((c) => c === "ok");
     return { ready, draining, checks };

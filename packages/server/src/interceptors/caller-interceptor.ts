@@ -9,9 +9,11 @@ import {
   type Interceptor,
 } from "@connectrpc/connect";
 import { A2AService, a2aMajorMinor, ErrorInfoSchema, headers } from "@parley/proto";
+import type { Logger } from "pino";
 import type { ParleyConfig } from "../config.js";
 import type { Caller } from "../engine/caller.js";
 import { createTypedError } from "../errors.js";
+import { clientAddressKey, createAuthThrottle } from "../limits/auth-throttle.js";
 import { rateLimitPolicy } from "../limits/rate-limit-policy.js";
 import { createRateLimiter } from "../limits/rate-limiter.js";
 
@@ -136,8 +138,19 @@ class BoundStreamErrors<T> implements AsyncIterable<T>, AsyncIterator<T> {
  * agent, and for A2A methods checks the protocol version and the extensions
  * the agent requires.
  */
-export function createCallerInterceptor(config: ParleyConfig, agentNames: readonly string[]): Interceptor {
+export function createCallerInterceptor(
+  config: ParleyConfig,
+  agentNames: readonly string[],
+  logger?: Logger,
+): Interceptor {
   const openMode = Object.keys(config.apiKeys).length === 0;
+  const throttle = createAuthThrottle(config.limits.failedAuthPerMinute);
+  /** A failed authentication: logged with the client's address, and counted against it. */
+  const refuse = (address: string | undefined, message: string): ConnectError => {
+    logger?.warn({ clientAddress: address ?? "in-process", reason: message }, "authentication failed");
+    if (address !== undefined) throttle.failed(address);
+    return new ConnectError(message, Code.Unauthenticated);
+  };
   const defaultAgent = agentNames[0]!;
   const { ratePerSecond: rate, burst } = rateLimitPolicy(config);
   const limiter = createRateLimiter({ ratePerSecond: rate, burst });
@@ -155,18 +168,27 @@ export function createCallerInterceptor(config: ParleyConfig, agentNames: readon
   const intercept: Interceptor = (next) => async (req) => {
     let tenant = openModeTenant;
     if (!openMode) {
+      const address = req.contextValues.get(clientAddressKey);
+      const waitMs = address === undefined ? 0 : throttle.blockedFor(address);
+      if (waitMs > 0) {
+        throw createTypedError(
+          "RATE_LIMITED",
+          `too many failed authentications from ${address}; retry in ${Math.ceil(waitMs / 1000)} s (limits.failedAuthPerMinute: ${config.limits.failedAuthPerMinute})`,
+          { limit: "failedAuthPerMinute", retryAfterMs: String(waitMs) },
+        );
+      }
       const header = req.header.get("authorization") ?? "";
       const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
       if (!match) {
-        throw new ConnectError(
+        throw refuse(
+          address,
           header === ""
             ? "missing credentials: send the header 'authorization: Bearer <API key>'"
             : "malformed authorization header: expected 'Bearer <API key>'",
-          Code.Unauthenticated,
         );
       }
       const found = findTenant(config.apiKeys, match[1]!);
-      if (found === undefined) throw new ConnectError("unknown API key", Code.Unauthenticated);
+      if (found === undefined) throw refuse(address, "unknown API key");
       tenant = found;
     }
     // After authentication, so an unauthenticated flood cannot spend a real tenant's budget.

@@ -16,6 +16,7 @@ import {
   type UniversalHandlerOptions,
 } from "@connectrpc/connect/protocol";
 import { classifyDecodeError } from "../interceptors/decode-errors.js";
+import { clientAddressKey } from "../limits/auth-throttle.js";
 import type { CallInit, ServiceCalls } from "../service-calls.js";
 import type { NodeRequest, NodeResponse } from "./http-front.js";
 import { type ReadBody, readBodyOf } from "./request-body.js";
@@ -172,7 +173,7 @@ export async function decodedCall(
     protocolName,
     url: route.url,
     header,
-    contextValues: createContextValues(),
+    contextValues: createContextValues().set(clientAddressKey, res.req?.socket?.remoteAddress),
     signal: gone.signal,
     ...(timeout.timeoutMs !== undefined ? { timeoutMs: timeout.timeoutMs } : {}),
   };

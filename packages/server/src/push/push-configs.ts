@@ -75,6 +75,21 @@ export function createPushConfigs(deps: { readonly store: ThreadStore; readonly 
       validate(pushConfig);
       const stored = clone(TaskPushNotificationConfigSchema, pushConfig);
       stored.taskId = taskId;
+      // Replacing a config (its id again) adds none; a new one counts against the task's cap. Every config is
+      // posted every event, so the cap bounds the POSTs (and memory) one task can cost.
+      const replaces =
+        stored.id !== "" && (await fromStore(store.getPushConfig(tenant, taskId, stored.id))) !== undefined;
+      if (!replaces) {
+        const limit = config.push.maxConfigsPerTask;
+        const page = await fromStore(store.listPushConfigs(tenant, taskId, { limit }));
+        if (page.configs.length >= limit) {
+          throw createTypedError(
+            "LIMIT_EXCEEDED",
+            `task ${JSON.stringify(taskId)} already has ${limit} push notification configs, the most push.maxConfigsPerTask (PARLEY_PUSH_MAX_CONFIGS_PER_TASK) allows; delete one or reuse its id`,
+            { taskId, limit: String(limit), setting: "push.maxConfigsPerTask" },
+          );
+        }
+      }
       if (stored.id === "") stored.id = randomUUID();
       await fromStore(
         store.putPushConfig({

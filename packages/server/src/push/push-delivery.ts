@@ -1,5 +1,10 @@
 import { toJsonString } from "@bufbuild/protobuf";
-import { type StreamResponse, StreamResponseSchema, type TaskPushNotificationConfig } from "@parley/proto";
+import {
+  createDeadline,
+  type StreamResponse,
+  StreamResponseSchema,
+  type TaskPushNotificationConfig,
+} from "@parley/proto";
 import type { Logger } from "pino";
 import { sleep } from "../agents/agent.js";
 import type { ParleyConfig } from "../config.js";
@@ -67,7 +72,17 @@ export function createPushDelivery(deps: {
     // Checked again on every POST, against what the host resolves to now: the allow-lists may have been
     // narrowed since the config was stored, and a name may point elsewhere than it did.
     // One deadline for the resolution and the POST; a hanging resolver is cut like a hanging receiver.
-    const signal = AbortSignal.any([stopping.signal, AbortSignal.timeout(timeoutMs)]);
+    const deadline = createDeadline(timeoutMs, stopping.signal);
+    try {
+      await postBefore(target, body, deadline.signal);
+    } catch (error) {
+      throw deadline.expired ? new Error(`the receiver did not answer within ${timeoutMs} ms (push.timeoutMs)`) : error;
+    } finally {
+      deadline.clear();
+    }
+  }
+
+  async function postBefore(target: TaskPushNotificationConfig, body: string, signal: AbortSignal): Promise<void> {
     const destination = await untilAborted(resolvePushDestination(target.url, rules), signal);
     if (!destination.ok) throw new DestinationRefused(destination.reason);
     const headers: Record<string, string> = { "Content-Type": pushContentType };

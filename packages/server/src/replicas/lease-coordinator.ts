@@ -1,5 +1,13 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { endsTurn, isInterruptedState, type StreamResponse, type Task, TaskSchema, TaskState } from "@parley/proto";
+import {
+  endsTurn,
+  isInterruptedState,
+  isTerminalState,
+  type StreamResponse,
+  type Task,
+  TaskSchema,
+  TaskState,
+} from "@parley/proto";
 import {
   type ContextLeases,
   type Fence,
@@ -87,6 +95,10 @@ const defaultOutageToleranceMs = 60_000;
 
 const maxFlushTries = 5;
 
+/** What a run that lost its lease is refused with when it still tries to write. */
+const lostLease = (run: TaskRun) =>
+  new StoreError("FENCED", `task ${run.taskId} lost the lease of its context; it writes nothing more`);
+
 /** A published event is the last of its run when it ends the run: a final status or a direct reply. */
 export function endsRun(event: StreamResponse): boolean {
   const p = event.payload;
@@ -125,6 +137,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
    */
   private holdOffUntil = Number.NEGATIVE_INFINITY;
   private readonly outageToleranceMs: number;
+  private closed = false;
 
   constructor(private readonly options: LeaseCoordinatorOptions) {
     this.ownsUnfinishedTasks = options.ownsUnfinishedTasks === true;
@@ -239,10 +252,14 @@ export class LeaseCoordinator implements ReplicaCoordinator {
     write: (options: WriteOptions | undefined) => Promise<T>,
   ): Promise<T> {
     const state = this.runs.get(run);
+    // A run that lost its lease writes nothing more, though a renewal in flight may have kept the lease live: its
+    // outcome would land and its final event would not. Whoever takes the lease over ends the task (see abandon).
+    if (state?.lost) throw lostLease(run);
     if (!state || !this.options.store.writesEvents || !endsRun(last)) return write(this.writeOptions(run));
     // Earlier batches first: the log takes this run's events in seq order, each batch after the one before.
     while (state.flushing) await state.flushing;
-    if (state.lost || state.released) return write(this.writeOptions(run));
+    if (state.lost) throw lostLease(run);
+    if (state.released) return write(this.writeOptions(run));
     clearTimeout(state.gathering);
     state.gathering = undefined;
     const seq = state.seqBase + run.events.length + 1;
@@ -417,6 +434,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       try {
         const result = await this.options.leases.renew(state.fence, this.options.leaseTtlMs);
         state.renewFailingSince = undefined;
+        if (state.lost) return false;
         // A renewal that crossed the run's last write, which freed the lease, finds it gone: that is the end.
         if (state.released) return false;
         if (!result.held) {
@@ -440,6 +458,50 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       }
     })();
     return state.renewing;
+  }
+
+  /**
+   * The run's final write failed (`attempt` tries, the first `failingMs` ago): true while another try can still
+   * land, i.e. the lease may be live (the fence decides) and the failure is the database being away, for up to
+   * outageToleranceMs. False once the lease is known lost, or the store refused for another reason a few times.
+   */
+  mayRetryEnd(run: TaskRun, error: unknown, attempt: number, failingMs: number): boolean {
+    const state = this.runs.get(run);
+    if (!state || state.lost || state.released || this.closed) return false;
+    if (error instanceof StoreError && error.code === "FENCED") return false;
+    // As in flush: the store's own refusals are StoreErrors; everything else is the database being away.
+    return error instanceof StoreError ? attempt < maxFlushTries : failingMs < this.outageToleranceMs;
+  }
+
+  /**
+   * Gives up recording the end of a run whose final write could not land. Its lease is never freed (a freed
+   * lease would leave the task unfinished for good): once it expires, the sweep of any replica, this one's
+   * too, takes it over and ends the task FAILED with a final event. Resolves with the task once its stored
+   * state no longer waits for that (polled every sweep interval), or undefined once `stop()` says so.
+   */
+  async abandon(run: TaskRun, why: unknown, stop: () => boolean): Promise<Task | undefined> {
+    const state = this.runs.get(run);
+    if (state && !state.lost) {
+      state.lost = true;
+      state.queue.length = 0;
+      clearTimeout(state.gathering);
+      clearTimeout(state.renewer);
+    }
+    this.options.logger.error(
+      { taskId: run.taskId, contextId: run.contextId, err: why },
+      "could not record the end of a task; its lease is left to expire, and the replica that takes it over ends the task FAILED",
+    );
+    for (;;) {
+      if (stop() || this.closed) return undefined;
+      try {
+        const record = await this.options.store.getTask(run.tenant, run.taskId);
+        if (!record) return undefined;
+        if (!isCutOffByLostRun(record.state)) return fromBinary(TaskSchema, record.payload);
+      } catch (error) {
+        this.options.logger.debug({ taskId: run.taskId, err: error }, "could not read an abandoned task; retrying");
+      }
+      await new Promise((resolve) => setTimeout(resolve, this.options.sweepIntervalMs));
+    }
   }
 
   /** Waits for the run's events to be durable, then frees the context. Runs before the run is marked ended. */
@@ -571,6 +633,10 @@ export class LeaseCoordinator implements ReplicaCoordinator {
       await this.options.store.putTask(taskRecord(key.tenant, task), { fence });
       await this.appendFinalStatus(key.tenant, task, fence);
       this.options.logger.warn({ taskId, contextId: key.contextId }, `ended a task as FAILED (${why})`);
+    } else if (record && isTerminalState(record.state)) {
+      // The run's outcome landed but it lost the lease before its final event did: the log's followers wait for
+      // that event, so it is appended here (nothing is appended to a log that ended).
+      await this.appendFinalStatus(key.tenant, fromBinary(TaskSchema, record.payload), fence);
     }
   }
 
@@ -631,6 +697,7 @@ export class LeaseCoordinator implements ReplicaCoordinator {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.sweeper);
     this.unsubscribeCancel();
     for (const state of this.runs.values()) {

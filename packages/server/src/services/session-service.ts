@@ -4,6 +4,7 @@ import {
   ConversationState,
   type ConverseEvent,
   type ConverseRequest,
+  createDeadline,
   headers,
   Phase,
   type SessionRef,
@@ -189,8 +190,12 @@ export function createSessionServiceImpl(deps: {
       yield { event: log.events[0]! };
       return;
     }
-    const signal = waitMs === undefined ? ctx.signal : AbortSignal.any([ctx.signal, AbortSignal.timeout(waitMs)]);
-    yield* followStored(log, signal);
+    const deadline = waitMs === undefined ? undefined : createDeadline(waitMs, ctx.signal);
+    try {
+      yield* followStored(log, deadline?.signal ?? ctx.signal);
+    } finally {
+      deadline?.clear();
+    }
   }
 
   async function* followStored(log: ConversationLog, signal: AbortSignal) {

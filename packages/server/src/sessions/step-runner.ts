@@ -1,6 +1,7 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import {
   type Artifact,
+  createDeadline,
   type Message,
   MessageSchema,
   Role,
@@ -120,7 +121,8 @@ export async function runLocalStep(
  * instructions and withholds silence on its side as well.
  */
 export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs: number): Promise<StepOutcome> {
-  const signal = AbortSignal.timeout(timeoutMs);
+  const deadline = createDeadline(timeoutMs);
+  const signal = deadline.signal;
   try {
     const answer = await callPeer(peer, message, signal);
     if (answer.kind === "message") {
@@ -133,6 +135,8 @@ export async function runPeerStep(peer: PeerConfig, message: Message, timeoutMs:
       return { result: { kind: "refused", reason: error.reason, detail: error.message } };
     }
     return { result: { kind: "failed", detail: describe(error) } };
+  } finally {
+    deadline.clear();
   }
 }
 
