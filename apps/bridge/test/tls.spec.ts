@@ -141,7 +141,12 @@ describe("native TLS on both ports", () => {
       env: { ...process.env, NODE_EXTRA_CA_CERTS: pki.ca },
     });
     const result = JSON.parse(stdout.trim().split("\n").at(-1)!) as { urls: string[]; state: number };
-    expect(result.urls.filter((u) => u.startsWith("http"))).toEqual([stack.bridge.url, stack.bridge.url]);
+    // JSON-RPC 1.0 and 0.3 at the bridge's URL, HTTP+JSON at the same URL without its final slash: all https.
+    expect(result.urls.filter((u) => u.startsWith("http"))).toEqual([
+      stack.bridge.url,
+      stack.bridge.url,
+      stack.bridge.url.replace(/\/$/, ""),
+    ]);
     expect(result.state).toBe(3); // TASK_STATE_COMPLETED
   });
 

@@ -1,5 +1,11 @@
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
-import { type Message, SendMessageRequestSchema, type StreamResponse, StreamResponseSchema } from "@parley/proto";
+import {
+  createDeadline,
+  type Message,
+  SendMessageRequestSchema,
+  type StreamResponse,
+  StreamResponseSchema,
+} from "@parley/proto";
 import type { PeerConfig } from "../config.js";
 import {
   describePeerFailure,
@@ -41,8 +47,9 @@ export async function cardSaysStreaming(peer: PeerConfig): Promise<boolean> {
   const beside = new URL(".well-known/agent-card.json", peer.url).href;
   const atOrigin = new URL("/.well-known/agent-card.json", peer.url).href;
   for (const url of beside === atOrigin ? [beside] : [beside, atOrigin]) {
+    const deadline = createDeadline(cardTimeoutMs);
     try {
-      const response = await fetch(url, { headers, signal: AbortSignal.timeout(cardTimeoutMs) });
+      const response = await fetch(url, { headers, signal: deadline.signal });
       if (!response.ok) continue;
       const card = (await response.json()) as CardJson | null;
       if (!card || typeof card !== "object") continue;
@@ -54,6 +61,8 @@ export async function cardSaysStreaming(peer: PeerConfig): Promise<boolean> {
       if (own) return card.capabilities?.streaming === true;
     } catch {
       // No card here (or none that parses): the next place, then one send.
+    } finally {
+      deadline.clear();
     }
   }
   return false;

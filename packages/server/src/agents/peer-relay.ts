@@ -1,6 +1,7 @@
 import { clone, type JsonObject } from "@bufbuild/protobuf";
 import {
   ArtifactSchema,
+  createDeadline,
   endsTurn,
   isTerminalState,
   type StreamResponse,
@@ -154,5 +155,9 @@ export async function* relayPeerStream(
 
 async function cancelQuietly(transport: PeerTransport, taskId: string): Promise<void> {
   // A peer that cannot be reached now keeps its task; this turn ends as it was stopped either way.
-  await transport.cancel(taskId, AbortSignal.timeout(peerCancelTimeoutMs)).catch(() => undefined);
+  const deadline = createDeadline(peerCancelTimeoutMs);
+  await transport
+    .cancel(taskId, deadline.signal)
+    .catch(() => undefined)
+    .finally(() => deadline.clear());
 }
