@@ -15,6 +15,11 @@ import { startTestServer, type TestServer, userMessage } from "./harness.js";
 function startStrippingRelay(target: () => TestServer) {
   let forwarded = 0;
   const server: Server = createServer((req, res) => {
+    // Only JSON-RPC posts are relayed; a peer's card read (GET) finds none, so the agent sends without a stream.
+    if (req.method !== "POST") {
+      res.writeHead(404).end();
+      return;
+    }
     let body = "";
     req.setEncoding("utf8");
     req.on("data", (c: string) => {

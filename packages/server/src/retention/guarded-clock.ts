@@ -16,6 +16,7 @@ export function createGuardedClock(wall: () => number, monotonic: () => number):
       anchorMono = mono;
       return now;
     }
-    return measured;
+    // Whole milliseconds, as Date.now gives: stored times and listing keys take integers.
+    return Math.floor(measured);
   };
 }
