@@ -70,21 +70,22 @@ function giveBack(controller: AbortController): void {
 }
 
 /** Any failure as the error a client is answered with (both bindings map it from here). */
-export function asRpcError(error: unknown): JsonRpcError {
+function asRpcError(error: unknown): JsonRpcError {
   if (error instanceof JsonRpcError || error instanceof ConnectError) return toJsonRpcError(error);
   return new JsonRpcError(JsonRpcCode.InternalError, `internal error in the bridge: ${(error as Error).message}`);
 }
 
+/** The error a client is answered with; the bridge's own faults are logged as errors, refusals at debug. */
+export function loggedRpcError(logger: Logger, error: unknown, method: string): JsonRpcError {
+  const rpcError = asRpcError(error);
+  if (isInternal(rpcError)) logger.error({ err: error, method }, "request failed");
+  else logger.debug({ code: rpcError.code, message: rpcError.message, method }, "request refused");
+  return rpcError;
+}
+
 export function createRpcHandler(options: RpcHandlerOptions): RpcHandler {
   const { upstream, limits, checkAgent, sse, logger } = options;
-
-  /** The error a client is answered with; the bridge's own faults are logged as errors, refusals at debug. */
-  function failure(error: unknown, method: string): JsonRpcError {
-    const rpcError = asRpcError(error);
-    if (isInternal(rpcError)) logger.error({ err: error, method }, "request failed");
-    else logger.debug({ code: rpcError.code, message: rpcError.message, method }, "request refused");
-    return rpcError;
-  }
+  const failure = (error: unknown, method: string) => loggedRpcError(logger, error, method);
 
   return async (req, res, url, agent) => {
     if (req.method !== "POST") {

@@ -5,8 +5,8 @@ import { A2AService, a2aErrorDomain, headers as wire } from "@parley/proto";
 import { noteRequest } from "@parley/server";
 import type { AgentCheck } from "../card-source.js";
 import { sendJson } from "../http-response.js";
-import { errorInfoData, isInternal, JsonRpcCode, JsonRpcError } from "../json-rpc-error.js";
-import { asRpcError, type BridgeLimits, checkParts } from "../json-rpc-handler.js";
+import { errorInfoData, JsonRpcCode, JsonRpcError } from "../json-rpc-error.js";
+import { type BridgeLimits, checkParts, loggedRpcError } from "../json-rpc-handler.js";
 import { readBody } from "../json-rpc-request.js";
 import type { Logger } from "../logger.js";
 import { findMethod, type UpstreamStream } from "../methods.js";
@@ -52,12 +52,7 @@ const methodInputs = new Map(A2AService.methods.map((m) => [m.name, m.input]));
 export function createRestHandler(options: RestHandlerOptions): RestHandler {
   const { upstream, limits, checkAgent, sse, logger } = options;
 
-  function failure(error: unknown, method: string): JsonRpcError {
-    const rpcError = asRpcError(error);
-    if (isInternal(rpcError)) logger.error({ err: error, method }, "request failed");
-    else logger.debug({ code: rpcError.code, message: rpcError.message, method }, "request refused");
-    return rpcError;
-  }
+  const failure = (error: unknown, method: string) => loggedRpcError(logger, error, method);
 
   return async (req, res, url, route) => {
     noteRequest(res, { method: route.method });
