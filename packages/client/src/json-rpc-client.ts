@@ -11,8 +11,8 @@ import {
   StreamResponseSchema,
   headers as wire,
 } from "@parley/proto";
-import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { a2aVersion } from "./client.js";
+import { sseMessages } from "./sse-messages.js";
 
 /** The two A2A calls a conversation needs; a Connect A2AService client is one, so is a JSON-RPC client. */
 export type A2ASender = Pick<Client<typeof A2AService>, "sendMessage" | "sendStreamingMessage">;
@@ -199,16 +199,9 @@ export function createJsonRpcA2AClient(options: JsonRpcClientOptions): A2ASender
     }
     if (!response.body)
       throw new ConnectError(`${method} on ${url} answered with an empty event stream`, Code.Internal);
-    const pending: EventSourceMessage[] = [];
-    const parser = createParser({ onEvent: (event) => pending.push(event) });
-    const decoder = new TextDecoder();
-    for await (const chunk of response.body) {
-      parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-      while (pending.length > 0) {
-        const event = pending.shift()!;
-        const envelope = parseEnvelope(url, method, event.data);
-        yield fromJson(StreamResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
-      }
+    for await (const event of sseMessages(response.body)) {
+      const envelope = parseEnvelope(url, method, event.data);
+      yield fromJson(StreamResponseSchema, envelope.result as JsonValue, { ignoreUnknownFields: true });
     }
   }
 }

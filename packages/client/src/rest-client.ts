@@ -10,9 +10,9 @@ import {
   TaskSchema,
   headers as wire,
 } from "@parley/proto";
-import { createParser, type EventSourceMessage } from "eventsource-parser";
 import { a2aVersion } from "./client.js";
 import type { A2ASender } from "./json-rpc-client.js";
+import { sseMessages } from "./sse-messages.js";
 
 export interface RestClientOptions {
   /** The agent's HTTP+JSON base URL, e.g. the bridge's root URL; "/message:send" and the rest go below it. */
@@ -144,17 +144,10 @@ export function createRestA2AClient(options: RestClientOptions): RestA2AClient {
       if (!(response.headers.get("content-type") ?? "").startsWith("text/event-stream") || !response.body) {
         throw new ConnectError(`${operation} on ${base} did not answer with an event stream`, Code.Internal);
       }
-      const pending: EventSourceMessage[] = [];
-      const parser = createParser({ onEvent: (event) => pending.push(event) });
-      const decoder = new TextDecoder();
-      for await (const chunk of response.body) {
-        parser.feed(decoder.decode(chunk as Uint8Array, { stream: true }));
-        while (pending.length > 0) {
-          const event = pending.shift()!;
-          const data = parseJson(base, operation, event.data);
-          if (event.event === "error") throw failure(base, operation, response.status, event.data);
-          yield fromJson(StreamResponseSchema, data, { ignoreUnknownFields: true });
-        }
+      for await (const event of sseMessages(response.body)) {
+        const data = parseJson(base, operation, event.data);
+        if (event.event === "error") throw failure(base, operation, response.status, event.data);
+        yield fromJson(StreamResponseSchema, data, { ignoreUnknownFields: true });
       }
     },
 
