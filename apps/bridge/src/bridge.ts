@@ -5,23 +5,25 @@ import type { Server as TlsServer } from "node:tls";
 import type { Transport } from "@connectrpc/connect";
 import { Code } from "@connectrpc/connect";
 import {
-  type ConnectionLimits,
-  createBodyReader,
   createHealthMonitor,
   createHttpFront,
   createObservability,
-  defaultConnectionLimits,
   type HealthMonitor,
+  type Observability,
+  trackHttpRequests,
+} from "@parley/server";
+import {
+  type ConnectionLimits,
+  createBodyReader,
+  defaultConnectionLimits,
   http1ServerOptions,
   limitConnections,
-  type Observability,
   refuseRpc,
   reloadTlsOnChange,
   type TlsFiles,
   type TlsReloadLog,
   tlsServerOptions,
-  trackHttpRequests,
-} from "@parley/server";
+} from "@parley/serving";
 import { createCardHandler } from "./agent-card.js";
 import { type CardSource, createAgentCheck } from "./card-source.js";
 import { sendJson } from "./http-response.js";

@@ -19,14 +19,13 @@ import {
   ThreadService,
   headers as wireHeaders,
 } from "@parley/proto";
+import { codeName, noteRequest } from "@parley/server";
 import {
   classifyDecodeErrors,
-  codeName,
   createDecodeErrorInterceptor,
   createStrictTextDecoder,
-  noteRequest,
   rpcFramingBytes,
-} from "@parley/server";
+} from "@parley/serving";
 import type { HttpRoute } from "./http-route.js";
 
 /** The services the bridge's HTTP/1.1 port answers over Connect and gRPC-Web (what the console uses). */

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import { parleyErrorDomain } from "@parley/proto";
-import { readBodyOf } from "@parley/server";
+import { readBodyOf } from "@parley/serving";
 import { z } from "zod";
 import { errorInfoData, JsonRpcCode, JsonRpcError } from "./json-rpc-error.js";
 import { describeType } from "./methods.js";

@@ -12,8 +12,8 @@ import {
   startNotices,
   startTracing,
   stopTracing,
-  tlsEnabled,
 } from "@parley/server";
+import { tlsEnabled } from "@parley/serving";
 import { type BridgeOptions, createBridge } from "./bridge.js";
 import { createConnectRoutes } from "./connect-routes.js";
 import { consolePath, createConsoleRoute } from "./console-route.js";

@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { createConnectTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { resumableStreamsExtension } from "@parley/domain";
 import {
   A2AService,
   type AgentCard,
@@ -12,7 +13,6 @@ import {
   TargetService,
   headers as wire,
 } from "@parley/proto";
-import { resumableStreamsExtension } from "@parley/server";
 import type { CardSource } from "./card-source.js";
 
 export interface RemoteUpstream {

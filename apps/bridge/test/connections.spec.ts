@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { connect, type Socket } from "node:net";
 import { SendMessageRequest } from "@a2a-js/sdk";
 import { ClientFactory } from "@a2a-js/sdk/client";
-import { defaultConnectionLimits } from "@parley/server";
+import { defaultConnectionLimits } from "@parley/serving";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dribble, untilClosed } from "../../../packages/server/test/fixtures/slow-clients.js";
 import { rpc, startStack, type TestStack } from "./harness.js";

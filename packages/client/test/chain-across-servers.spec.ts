@@ -1,7 +1,7 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
+import { ChainLedger, messageText } from "@parley/domain";
 import { ErrorInfoSchema, extensionUris, Phase, Provenance, StopReason, TaskSchema, TaskState } from "@parley/proto";
-import { ChainLedger, messageText } from "@parley/server";
 import { describe, expect, it } from "vitest";
 import { createParleyClient } from "../src/index.js";
 import {

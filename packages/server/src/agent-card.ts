@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
+import type { Agent } from "@parley/domain";
 import { type AgentCard, AgentCardSchema, extensionUris } from "@parley/proto";
-import type { Agent } from "./agents/agent.js";
 import type { ParleyConfig } from "./config.js";
 
 export interface AdvertisedEndpoints {

@@ -1,14 +1,16 @@
 import { setMaxListeners } from "node:events";
+import { Code, ConnectError, type ConnectRouter, type Transport } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip } from "@connectrpc/connect-node";
+import type { Agent } from "@parley/domain";
+import { createChainGuard, Engine, LeaseCoordinator, resumableStreamsExtension } from "@parley/domain";
 import {
-  Code,
-  ConnectError,
-  type ConnectRouter,
-  createConnectRouter,
-  createContextValues,
-  type Transport,
-} from "@connectrpc/connect";
-import { validateUniversalHandlerOptions } from "@connectrpc/connect/protocol";
-import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
+  createSilentRequestCheck,
+  guardSessionSteps,
+  guardSilence,
+  type Resumable,
+  recoverConversations,
+  resolveServerId,
+} from "@parley/domain/internal";
 import {
   A2AService,
   AccessService,
@@ -25,35 +27,28 @@ import {
   TargetService,
   ThreadService,
 } from "@parley/proto";
-import { createStore, type PostgresBackend, type StoreBackend, type ThreadStore } from "@parley/store";
-import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
-import { createA2APeerAgent } from "./agents/a2a-peer-agent.js";
-import type { Agent } from "./agents/agent.js";
-import { createAgents } from "./agents/create-agents.js";
-import { guardSilence } from "./agents/silence-guard.js";
-import { guardSessionSteps } from "./agents/step-guard.js";
-import { createChainGuard } from "./chain/chain-guard.js";
-import { resolveServerId } from "./chain/server-id.js";
-import { createSilentRequestCheck } from "./chain/silent-request.js";
-import type { ParleyConfig } from "./config.js";
-import { createDirectTransport } from "./direct-transport.js";
-import { Engine } from "./engine/engine.js";
-import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
-import { createHealthServiceImpl } from "./health/health-service.js";
-import { createCallerInterceptor, tenantIn } from "./interceptors/caller-interceptor.js";
 import {
   classifyDecodeErrors,
   createDecodeErrorInterceptor,
+  createDirectTransport,
+  createDualProtocolServer,
+  createRpcHandler,
   createStrictTextDecoder,
-} from "./interceptors/decode-errors.js";
-import { clientAddressKey } from "./limits/auth-throttle.js";
-import { createConnectRoute } from "./listen/connect-route.js";
-import { rpcFramingBytes } from "./listen/connection-limits.js";
-import { createDualProtocolServer, type DualProtocolServer } from "./listen/dual-protocol-server.js";
-import { createGrpcRoute } from "./listen/grpc-route.js";
-import { createHttpFront } from "./listen/http-front.js";
-import { tlsEnabled } from "./listen/tls-files.js";
+  type DualProtocolServer,
+  rpcFramingBytes,
+  streamingRequestPaths,
+  tlsEnabled,
+} from "@parley/serving";
+import { createStore, type PostgresBackend, type StoreBackend, type ThreadStore } from "@parley/store";
+import { type AdvertisedEndpoints, buildAgentCard } from "./agent-card.js";
+import { createA2APeerAgent } from "./agents/a2a-peer-agent.js";
+import type { ParleyConfig } from "./config.js";
+import { createAgents } from "./create-agents.js";
+import { createHealthMonitor, type HealthMonitor } from "./health/health-monitor.js";
+import { createHealthServiceImpl } from "./health/health-service.js";
+import { createCallerInterceptor, tenantIn } from "./interceptors/caller-interceptor.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createHttpFront } from "./observability/http-front.js";
 import { instrumentAgent, instrumentStore, traceTurn } from "./observability/instrument.js";
 import { createObservability, type Observability } from "./observability/observability.js";
 import type { OperationsOptions } from "./observability/operations-options.js";
@@ -62,18 +57,14 @@ import { startTracing, tracingActive } from "./observability/tracing.js";
 import { createPushConfigs } from "./push/push-configs.js";
 import { createPushDelivery, type PushDelivery } from "./push/push-delivery.js";
 import { createReflectionServices } from "./reflection/reflection-service.js";
-import { LeaseCoordinator } from "./replicas/lease-coordinator.js";
-import { type Resumable, resumableStreamsExtension } from "./replicas/resume.js";
 import { createGuardedClock } from "./retention/guarded-clock.js";
 import { retentionPolicy } from "./retention/retention-policy.js";
 import { createRetentionSweeper, type RetentionSweeper } from "./retention/retention-sweeper.js";
-import { createServiceCalls } from "./service-calls.js";
 import { createA2AServiceImpl } from "./services/a2a-service.js";
 import { createAccessServiceImpl } from "./services/access-service.js";
 import { createSessionServiceImpl } from "./services/session-service.js";
 import { createTargetServiceImpl, peerAgentName } from "./services/target-service.js";
 import { createThreadServiceImpl } from "./services/thread-service.js";
-import { recoverConversations } from "./sessions/conversation-records.js";
 
 export interface Parley {
   readonly config: ParleyConfig;
@@ -382,23 +373,7 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     retention: { run: () => retentionSweeper.run() },
     async listen() {
       if (server) throw new Error("parley is already listening");
-      const handler = connectNodeAdapter({
-        routes,
-        ...routerOptions,
-        contextValues: (req) => createContextValues().set(clientAddressKey, req.socket?.remoteAddress),
-        fallback(req, res) {
-          res.writeHead(404, { "content-type": "text/plain" });
-          res.end(`no such RPC: ${req.url}\n`);
-        },
-      });
-      // gRPC and Connect calls of Parley's own services over HTTP/2 skip connect-node's streaming pipeline
-      // (grpc-route.ts, connect-route.ts); everything else goes on to connect-node.
-      const ownRoutes = {
-        calls: createServiceCalls(callable, interceptors, shutdown.signal),
-        methods: services.flatMap((s) => s.service.methods),
-        handlerOptions: validateUniversalHandlerOptions(routerOptions),
-      };
-      const rpc = createGrpcRoute(ownRoutes, createConnectRoute(ownRoutes, handler));
+      const rpc = createRpcHandler({ routes, routerOptions, services: callable, shutdownSignal: shutdown.signal });
       const listener = createDualProtocolServer(createHttpFront({ observability, health }, rpc), {
         limits: config.connections,
         maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,
@@ -443,17 +418,6 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     },
   };
   return parley;
-}
-
-/** The request paths of the client- and bidi-streaming RPCs `routes` serves (server reflection's). */
-function streamingRequestPaths(routes: (router: ConnectRouter) => void): Set<string> {
-  const router = createConnectRouter();
-  routes(router);
-  return new Set(
-    router.handlers
-      .filter((h) => h.method.methodKind === "client_streaming" || h.method.methodKind === "bidi_streaming")
-      .map((h) => h.requestPath),
-  );
 }
 
 /** Readiness: the store answers a read, and with PostgreSQL the pool hands out a connection that answers. */

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import { ErrorInfoSchema, type Role, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { collect, framedEcho, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function replyText(task: Task): string {

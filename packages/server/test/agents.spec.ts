@@ -1,11 +1,13 @@
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { AgentTurn } from "@parley/domain";
+import { messageText } from "@parley/domain";
 import { type Message, type Task, TaskState, type TaskStatusUpdateEvent } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentTurn } from "../src/agents/agent.js";
 import { createEchoAgent } from "../src/agents/echo-agent.js";
 import { echoSummary } from "../src/agents/echo-summary.js";
-import { loadConfig, messageText, parseScript } from "../src/index.js";
+import { parseScript } from "../src/agents/script-agent.js";
+import { loadConfig } from "../src/config/load-config.js";
 import { collect, framedEcho, startTestServer, streamedText, type TestServer, userMessage } from "./harness.js";
 
 function readBody(req: IncomingMessage): Promise<string> {

@@ -4,18 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-
-import {
-  agentShortcuts,
-  ConfigError,
-  defaultConfig,
-  keyedRequestsPerSecondPerTenant,
-  loadConfig,
-  rateLimitPolicy,
-  renderConfigTable,
-  renderHelp,
-  settingList,
-} from "../src/index.js";
+import { renderConfigTable, renderHelp } from "../src/config/help.js";
+import { loadConfig } from "../src/config/load-config.js";
+import { defaultConfig } from "../src/config/schema.js";
+import { settingList } from "../src/config/settings.js";
+import { agentShortcuts, ConfigError } from "../src/config/sources.js";
+import { keyedRequestsPerSecondPerTenant, rateLimitPolicy } from "../src/limits/rate-limit-policy.js";
 
 // The tests that start real node processes (each loads the whole server) get room on a loaded 2-core machine.
 const spawning = { timeout: 180_000 };

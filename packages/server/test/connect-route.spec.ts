@@ -15,7 +15,7 @@ import {
   SubscribeToTaskRequestSchema,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { grpcEnvelope as envelope, h2Post } from "./fixtures/h2-post.js";
+import { grpcEnvelope as envelope, h2Post } from "../../serving/test/fixtures/h2-post.js";
 import { startTestServer, type TestServer, userMessage } from "./harness.js";
 
 const a2a = "/lf.a2a.v1.A2AService";

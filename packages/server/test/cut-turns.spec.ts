@@ -4,10 +4,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { messageText } from "@parley/domain";
 import { HistoryOrder, Provenance, type StreamResponse, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../../store/test/pg-helpers.js";
-import { messageText } from "../src/index.js";
 import { type FakeChatModel, startFakeChatModel } from "./fixtures/fake-chat-model.js";
 import { freePort } from "./fixtures/free-port.js";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";

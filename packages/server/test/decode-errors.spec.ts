@@ -9,8 +9,8 @@ import { create, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { Role, SendMessageRequestSchema } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { grpcEnvelope, type H2Answer, h2Post } from "../../serving/test/fixtures/h2-post.js";
 import { percentDecoded } from "./fixtures/fuzz-responses.js";
-import { grpcEnvelope, type H2Answer, h2Post } from "./fixtures/h2-post.js";
 import { startTestServer, type TestServer } from "./harness.js";
 
 type Answer = H2Answer;

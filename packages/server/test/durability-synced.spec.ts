@@ -4,9 +4,9 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { messageText } from "@parley/domain";
 import { HistoryOrder, Provenance, type Task, TaskState } from "@parley/proto";
 import { afterAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 import { userMessage } from "./harness.js";
 

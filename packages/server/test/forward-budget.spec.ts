@@ -5,9 +5,12 @@ import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fromJson, toJson } from "@bufbuild/protobuf";
+import { messageText } from "@parley/domain";
+import { createForwardBudget } from "@parley/domain/internal";
 import { SendMessageRequestSchema, SendMessageResponseSchema, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, createForwardBudget, loadConfig, messageText } from "../src/index.js";
+import { loadConfig } from "../src/config/load-config.js";
+import { ConfigError } from "../src/config/sources.js";
 import { freePort } from "./fixtures/free-port.js";
 import { startTestServer, type TestServer, userMessage } from "./harness.js";
 

@@ -6,8 +6,8 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import * as grpc from "@grpc/grpc-js";
 import { SendMessageRequestSchema, SendMessageResponseSchema } from "@parley/proto";
+import { percentEncodeGrpcMessage } from "@parley/serving";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { percentEncodeGrpcMessage } from "../src/grpc-status.js";
 import { failure, sendRequest, startTestServer, type TestServer } from "./harness.js";
 
 describe("grpc-message", () => {

@@ -19,8 +19,8 @@ import {
   TaskState,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { grpcEnvelope, type H2Answer, h2Post } from "../../serving/test/fixtures/h2-post.js";
 import { percentDecoded } from "./fixtures/fuzz-responses.js";
-import { grpcEnvelope, type H2Answer, h2Post } from "./fixtures/h2-post.js";
 import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 type Answer = H2Answer;

@@ -12,15 +12,11 @@ import {
   createGrpcWebTransport,
   Http2SessionManager,
 } from "@connectrpc/connect-node";
+import { messageText } from "@parley/domain";
 import { A2AService, AgentCardSchema, type StreamResponse, TargetService, ThreadService } from "@parley/proto";
-import {
-  type CreateParleyOptions,
-  createParley,
-  loadConfig,
-  messageText,
-  type Parley,
-  type ParleyConfig,
-} from "../src/index.js";
+import { loadConfig } from "../src/config/load-config.js";
+import type { ParleyConfig } from "../src/config/schema.js";
+import { type CreateParleyOptions, createParley, type Parley } from "../src/parley.js";
 
 export interface TestServer {
   readonly parley: Parley;

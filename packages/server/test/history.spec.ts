@@ -1,5 +1,5 @@
+import { formatHistory } from "@parley/domain";
 import { describe, expect, it } from "vitest";
-import { formatHistory } from "../src/index.js";
 
 describe("formatHistory", () => {
   it("returns the new message alone when there is no history", () => {

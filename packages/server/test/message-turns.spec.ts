@@ -4,9 +4,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import { HistoryOrder, type Message, Role, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { spawnServer } from "./fixtures/spawn-server.js";
 import { collect, failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 

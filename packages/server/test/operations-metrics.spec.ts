@@ -2,7 +2,7 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-web";
 import { A2AService } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openModeTenant } from "../src/index.js";
+import { openModeTenant } from "../src/interceptors/caller-interceptor.js";
 import { memoryLogger } from "./fixtures/memory-logger.js";
 import { collect, sendRequest, startTestServer, type TestServer } from "./harness.js";
 

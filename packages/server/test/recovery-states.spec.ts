@@ -3,12 +3,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { LeaseCoordinator } from "@parley/domain";
+import { endsRun } from "@parley/domain/internal";
 import { StreamResponseSchema, TaskSchema, TaskState } from "@parley/proto";
 import { createStore } from "@parley/store";
 import pg from "pg";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { endsRun, LeaseCoordinator } from "../src/index.js";
 import { startTestServer } from "./harness.js";
 
 // The local cluster `npm test`'s pretest step starts, unless PARLEY_TEST_PG_URL names another.

@@ -1,9 +1,9 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import type { A2AService, Task } from "@parley/proto";
 import { TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { framedEcho, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 /**

@@ -1,7 +1,9 @@
 import { Code, type ConnectError } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import { ErrorInfoSchema, type StreamResponse, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defaultConfig, messageText, rateLimitPolicy } from "../src/index.js";
+import { defaultConfig } from "../src/config/schema.js";
+import { rateLimitPolicy } from "../src/limits/rate-limit-policy.js";
 import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 function info(error: ConnectError) {

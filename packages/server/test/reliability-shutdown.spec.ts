@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import { HistoryOrder, Provenance, type Task, TaskState } from "@parley/proto";
 import { afterAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { type SpawnedServer, spawnServer } from "./fixtures/spawn-server.js";
 import { userMessage } from "./harness.js";
 

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, type ConnectError } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import { ErrorInfoSchema, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { spawnServer } from "./fixtures/spawn-server.js";
 import { failure, startTestServer, type TestServer, userMessage } from "./harness.js";
 

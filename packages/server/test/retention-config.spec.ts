@@ -1,6 +1,7 @@
 // The retention settings: off unless set, a malformed value stops the start, overrides must name real tenants.
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../src/index.js";
+import { loadConfig } from "../src/config/load-config.js";
+import { ConfigError } from "../src/config/sources.js";
 import { retentionPolicy, retentionQuery } from "../src/retention/retention-policy.js";
 
 function problemsOf(run: () => unknown): string[] {

@@ -1,5 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type Client, ConnectError, createClient } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import {
   ConversationState,
   type ConverseEvent,
@@ -12,7 +13,7 @@ import {
   StopReason,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText, type ScriptEntry } from "../src/index.js";
+import type { ScriptEntry } from "../src/agents/script-options.js";
 import { freePort } from "./fixtures/free-port.js";
 import { startTestServer, type TestServer } from "./harness.js";
 

@@ -1,6 +1,8 @@
 // Silence, precisely and append-only: one token grammar for sessions and plain sends, a reply that is only a
 // token is silent, and a trailing token line is dropped without taking back anything already streamed.
 import { createClient } from "@connectrpc/connect";
+import { messageText, silenceTokenSet } from "@parley/domain";
+import { isOnlyToken, isSilentReply, tokenKey, trailingTokenAt } from "@parley/domain/internal";
 import {
   type ConverseEvent,
   HistoryOrder,
@@ -13,7 +15,6 @@ import {
   TaskState,
 } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isOnlyToken, isSilentReply, messageText, silenceTokenSet, tokenKey, trailingTokenAt } from "../src/index.js";
 import { startTestServer, type TestServer, userMessage } from "./harness.js";
 
 const tokens = silenceTokenSet(["REPLY_SKIP", "ANNOUNCE_SKIP", "NO_REPLY", "HEARTBEAT_OK"]);

@@ -5,7 +5,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/index.js";
+import { loadConfig } from "../src/config/load-config.js";
 import { kitId, reasonOf } from "./fixtures/kit-requests.js";
 import { startTestServer, type TestServer, userMessage } from "./harness.js";
 

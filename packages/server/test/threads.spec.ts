@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
+import { messageText } from "@parley/domain";
 import { ErrorInfoSchema, HistoryOrder, Provenance, TargetKind, type Task, TaskState } from "@parley/proto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { messageText } from "../src/index.js";
 import { collect, startTestServer, type TestServer, userMessage } from "./harness.js";
 
 describe("ThreadService and TargetService", () => {

@@ -1,6 +1,6 @@
+import { defaultForwardBudget } from "@parley/domain/internal";
 import { z } from "zod";
-import { millis } from "../config/timer-range.js";
-import { defaultForwardBudget } from "./forward-budget.js";
+import { millis } from "../options/timer-range.js";
 
 /**
  * The `options` of an a2a agent in the configuration. That the peer is one of

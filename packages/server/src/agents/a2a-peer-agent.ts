@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
+import type { Agent, AgentEvent, AgentTurn } from "@parley/domain";
+import { messageText, parleyMetadataKey } from "@parley/domain";
+import { createForwardBudget, defaultForwardBudget, type ForwardBudgetOptions } from "@parley/domain/internal";
 import { extensionUris, MessageSchema, Role, TaskState } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
-import { messageText } from "../engine/history.js";
-import { parleyMetadataKey } from "../engine/parley-metadata.js";
-import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
-import { createForwardBudget, defaultForwardBudget, type ForwardBudgetOptions } from "./forward-budget.js";
+import type { PeerConfig } from "./peer-options.js";
 import { peerTaskFailure, relayPeerStream, silentReply } from "./peer-relay.js";
 import { createPeerTransport } from "./peer-transport.js";
 

@@ -1,7 +1,7 @@
 import { fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { type Agent, type AgentEvent, type AgentTurn, sleep } from "@parley/domain";
 import { type PartSchema, TaskState } from "@parley/proto";
-import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
 import type { ConformanceOptions } from "./conformance-options.js";
 
 /** The options of a configured conformance agent (see conformance-options.ts), and its name. */

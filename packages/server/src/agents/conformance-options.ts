@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { millis } from "../config/timer-range.js";
+import { millis } from "../options/timer-range.js";
 
 /** The `options` of a conformance agent in the configuration; createConformanceAgent supplies the default. */
 export const conformanceOptionsSchema = z.strictObject({

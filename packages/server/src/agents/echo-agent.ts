@@ -1,4 +1,4 @@
-import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
+import { type Agent, type AgentEvent, type AgentTurn, sleep } from "@parley/domain";
 import { type EchoOptions, echoInputs, echoReplies } from "./echo-options.js";
 import { echoSummary } from "./echo-summary.js";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { millis } from "../config/timer-range.js";
+import { millis } from "../options/timer-range.js";
 
 /**
  * How the echo agent answers: `task` streams the reply as artifact chunks of a

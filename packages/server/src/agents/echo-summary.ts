@@ -1,5 +1,4 @@
-import type { HistoryEntry } from "../engine/history.js";
-import type { AgentTurn } from "./agent.js";
+import type { AgentTurn, HistoryEntry } from "@parley/domain";
 
 /** The longest stretch of the new message the summary quotes; the rest is counted, not shown. */
 const quoteChars = 160;

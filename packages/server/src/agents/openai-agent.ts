@@ -1,6 +1,6 @@
+import type { Agent, AgentEvent, AgentTurn } from "@parley/domain";
 import { createParser } from "eventsource-parser";
 import { injectTraceHeaders } from "../observability/tracing.js";
-import type { Agent, AgentEvent, AgentTurn } from "./agent.js";
 import type { OpenAIOptions } from "./openai-options.js";
 import { socketCauseOf } from "./peer-call.js";
 

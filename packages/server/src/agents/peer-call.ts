@@ -1,6 +1,9 @@
 import { create, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import type { PeerAnswer } from "@parley/domain";
+import { ChainRefusedError } from "@parley/domain";
+import { isChainRefusalReason } from "@parley/domain/internal";
 import {
   A2AService,
   ArtifactSchema,
@@ -15,15 +18,9 @@ import {
   TaskState,
   headers as wireHeaders,
 } from "@parley/proto";
-import { ChainRefusedError, isChainRefusalReason } from "../chain/chain-refusal.js";
-import type { PeerConfig } from "../config.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
 import { peerRequestHeaders } from "./peer-headers.js";
-
-/** What a peer answered: one message, or a task (a gRPC stream folded into its final task). */
-export type PeerAnswer =
-  | { readonly kind: "message"; readonly message: Message }
-  | { readonly kind: "task"; readonly task: Task };
+import type { PeerConfig } from "./peer-options.js";
 
 /** A peer that could not be reached or answered with an error; the message names the cause. */
 export class PeerError extends Error {

@@ -8,8 +8,8 @@ import {
   SendMessageRequestSchema,
   type StreamResponse,
 } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
 import { describePeerFailure, PeerError, peerCallHeaders } from "./peer-call.js";
+import type { PeerConfig } from "./peer-options.js";
 
 /** A gRPC peer's refusal of a stream before it took the message: it does not stream, one send does instead. */
 function refusedStream(error: unknown): boolean {

@@ -1,5 +1,5 @@
 import { headers } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
+import type { PeerConfig } from "./peer-options.js";
 
 /** The headers of every request to a remote A2A peer: the protocol version spoken and the peer's token. */
 export function peerRequestHeaders(peer: PeerConfig): Record<string, string> {

@@ -6,7 +6,6 @@ import {
   type StreamResponse,
   StreamResponseSchema,
 } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
 import {
   describePeerFailure,
   jsonRpcFailure,
@@ -16,6 +15,7 @@ import {
   socketCauseOf,
   summary,
 } from "./peer-call.js";
+import type { PeerConfig } from "./peer-options.js";
 import { streamEventFromV03 } from "./peer-v03-events.js";
 import { sseEvents } from "./sse-events.js";
 

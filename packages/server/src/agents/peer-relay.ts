@@ -1,4 +1,8 @@
 import { clone, type JsonObject } from "@bufbuild/protobuf";
+import type { AgentEvent } from "@parley/domain";
+import { ChainRefusedError, messageText, parleyMetadataKey } from "@parley/domain";
+import type { ChainHand } from "@parley/domain/internal";
+import { chainRefusalOf } from "@parley/domain/internal";
 import {
   ArtifactSchema,
   createDeadline,
@@ -8,13 +12,8 @@ import {
   TaskState,
   type TaskStatus,
 } from "@parley/proto";
-import type { ChainHand } from "../chain/chain-budget.js";
-import { ChainRefusedError, chainRefusalOf } from "../chain/chain-refusal.js";
-import type { PeerConfig } from "../config.js";
-import { messageText } from "../engine/history.js";
-import { parleyMetadataKey } from "../engine/parley-metadata.js";
-import type { AgentEvent } from "./agent.js";
 import { PeerError } from "./peer-call.js";
+import type { PeerConfig } from "./peer-options.js";
 import type { PeerTransport } from "./peer-transport.js";
 
 /** How long the cancel of a peer's task may take once this hop's turn was stopped. */

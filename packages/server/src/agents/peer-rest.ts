@@ -1,6 +1,5 @@
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { type Message, SendMessageRequestSchema, type StreamResponse, StreamResponseSchema } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
 import {
   describePeerFailure,
   PeerError,
@@ -11,6 +10,7 @@ import {
   summary,
 } from "./peer-call.js";
 import { cardSaysStreaming } from "./peer-jsonrpc.js";
+import type { PeerConfig } from "./peer-options.js";
 import { sseEvents } from "./sse-events.js";
 
 /** How long a peer's card is trusted before it is read again (a peer may switch streaming on or off). */

@@ -1,8 +1,9 @@
+import type { PeerAnswer } from "@parley/domain";
 import type { Message, StreamResponse } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
-import { callPeer, type PeerAnswer } from "./peer-call.js";
+import { callPeer } from "./peer-call.js";
 import { createGrpcPeerStream } from "./peer-grpc.js";
 import { createJsonRpcPeerStream } from "./peer-jsonrpc.js";
+import type { PeerConfig } from "./peer-options.js";
 import { createRestPeerStream } from "./peer-rest.js";
 
 /**

@@ -1,7 +1,7 @@
 import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { type StreamResponse, StreamResponseSchema, TaskState } from "@parley/proto";
-import type { PeerConfig } from "../config.js";
 import { answerFromV03, PeerError, type V03Object, v03Message, v03Parts, v03States } from "./peer-call.js";
+import type { PeerConfig } from "./peer-options.js";
 
 const stringOf = (value: JsonValue | undefined) => (typeof value === "string" ? value : "");
 const objectOf = (value: JsonValue | undefined) =>

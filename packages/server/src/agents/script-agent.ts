@@ -1,15 +1,25 @@
 import { ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentTurn,
+  ChainRefusedError,
+  errorReasonOf,
+  parseSessionSpec,
+  sleep,
+} from "@parley/domain";
+import {
+  chainReportFromTrailer,
+  encodeHops,
+  hopsHeader,
+  isChainRefusalReason,
+  resolvePeer,
+} from "@parley/domain/internal";
 import { Phase, SessionService, StopReason, headers as wireHeaders } from "@parley/proto";
-import { chainReportFromTrailer } from "../chain/chain-budget.js";
-import { ChainRefusedError, isChainRefusalReason } from "../chain/chain-refusal.js";
-import { displayPath, issueKeys } from "../config/issue-path.js";
-import type { PeerConfig } from "../config.js";
-import { errorReasonOf } from "../errors.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
-import { encodeHops, hopsHeader, resolvePeer } from "../sessions/session-ref.js";
-import { parseSessionSpec } from "../sessions/session-spec.js";
-import { type Agent, type AgentEvent, type AgentTurn, sleep } from "./agent.js";
+import { displayPath, issueKeys } from "../options/issue-path.js";
+import type { PeerConfig } from "./peer-options.js";
 import { type ScriptConverse, type ScriptEntry, scriptOptionsSchema } from "./script-options.js";
 
 export type { ScriptConverse, ScriptEntry } from "./script-options.js";

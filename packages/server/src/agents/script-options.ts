@@ -1,6 +1,6 @@
+import { parseSessionSpec } from "@parley/domain";
 import { z } from "zod";
-import { millis } from "../config/timer-range.js";
-import { parseSessionSpec } from "../sessions/session-spec.js";
+import { millis } from "../options/timer-range.js";
 
 /** A session in SESSION syntax, checked at startup rather than mid-conversation. */
 const sessionSpec = z.string().superRefine((spec, ctx) => {

@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
 import type { z } from "zod";
-import { displayPath, issueKeys, type PathKey } from "./issue-path.js";
+import { displayPath, issueKeys, type PathKey } from "../options/issue-path.js";
 import { type ParleyConfig, parleyConfigSchema, parleySettingsSchema } from "./schema.js";
 import { allowedOf, settingAt, unwrap, valueAt } from "./settings.js";
 import {

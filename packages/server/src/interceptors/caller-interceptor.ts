@@ -8,12 +8,13 @@ import {
   type HandlerContext,
   type Interceptor,
 } from "@connectrpc/connect";
+import type { Caller } from "@parley/domain";
+import { createTypedError } from "@parley/domain";
 import { A2AService, a2aMajorMinor, ErrorInfoSchema, headers } from "@parley/proto";
+import { clientAddressKey } from "@parley/serving";
 import type { Logger } from "pino";
 import type { ParleyConfig } from "../config.js";
-import type { Caller } from "../engine/caller.js";
-import { createTypedError } from "../errors.js";
-import { clientAddressKey, createAuthThrottle } from "../limits/auth-throttle.js";
+import { createAuthThrottle } from "../limits/auth-throttle.js";
 import { rateLimitPolicy } from "../limits/rate-limit-policy.js";
 import { createRateLimiter } from "../limits/rate-limiter.js";
 

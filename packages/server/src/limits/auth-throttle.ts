@@ -1,8 +1,3 @@
-import { createContextKey } from "@connectrpc/connect";
-
-/** The network address a call came from (its TCP peer); unset for in-process calls. */
-export const clientAddressKey = createContextKey<string | undefined>(undefined, { description: "client address" });
-
 export interface AuthThrottle {
   /** Milliseconds until `address` may try to authenticate again; 0 when it may now. */
   blockedFor(address: string): number;

@@ -1,5 +1,3 @@
-import type { ParleyConfig } from "../config/schema.js";
-
 /**
  * The per-tenant rate limit keeps tenants from starving each other on a
  * replica: it is a fairness limit between tenants, not overload protection
@@ -17,7 +15,13 @@ export interface RateLimitPolicy {
   readonly summary: string;
 }
 
-export function rateLimitPolicy(config: Pick<ParleyConfig, "apiKeys" | "limits">): RateLimitPolicy {
+/** What the policy reads of the server's settings. */
+export interface RateLimitSettings {
+  readonly apiKeys: Readonly<Record<string, string>>;
+  readonly limits: { readonly requestsPerSecondPerTenant?: number | undefined; readonly requestBurstPerTenant: number };
+}
+
+export function rateLimitPolicy(config: RateLimitSettings): RateLimitPolicy {
   const openMode = Object.keys(config.apiKeys).length === 0;
   const configured = config.limits.requestsPerSecondPerTenant;
   const burst = config.limits.requestBurstPerTenant;

@@ -1,6 +1,7 @@
 import { performance } from "node:perf_hooks";
 import { type Context, context, type Span, SpanKind, trace } from "@opentelemetry/api";
-import { type Agent, type AgentEvent, type AgentTurn, turnStopReason } from "../agents/agent.js";
+import type { Agent, AgentEvent, AgentTurn } from "@parley/domain";
+import { turnStopReason } from "@parley/domain/internal";
 import type { ParleyMetrics } from "./metrics.js";
 import { failSpan, parleyTracer, tracingActive } from "./tracing.js";
 import { watchIterable } from "./watch-iterable.js";

@@ -1,5 +1,5 @@
+import { type Cors, createCors } from "@parley/serving";
 import type { Logger } from "pino";
-import { type Cors, createCors } from "../listen/cors.js";
 import { createParleyMetrics, type ParleyMetrics } from "./metrics.js";
 import { defaultOperationsOptions, type OperationsOptions } from "./operations-options.js";
 import { createRequestLog, type RequestLog } from "./request-log.js";

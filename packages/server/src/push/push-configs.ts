@@ -1,5 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { clone, create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { createTypedError, invalidArgument } from "@parley/domain";
+import { fromStore } from "@parley/domain/internal";
 import {
   type ListTaskPushNotificationConfigsResponse,
   ListTaskPushNotificationConfigsResponseSchema,
@@ -7,13 +9,12 @@ import {
   TaskPushNotificationConfigSchema,
 } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
-import type { ParleyConfig } from "../config.js";
-import { createTypedError, fromStore, invalidArgument } from "../errors.js";
 import { createPushAddressPolicy } from "./push-address-policy.js";
 import { checkPushUrl, type PushDestinationRules } from "./push-destination.js";
+import type { PushSettings } from "./push-settings.js";
 
 /** The destination rules of the server's push settings (push.allowedHosts, push.allowedAddresses). */
-export function pushDestinationRules(config: ParleyConfig): PushDestinationRules {
+export function pushDestinationRules(config: PushSettings): PushDestinationRules {
   return {
     allowedHosts: config.push.allowedHosts,
     addresses: createPushAddressPolicy(config.push.allowedAddresses),
@@ -43,7 +44,7 @@ export interface PushConfigs {
 }
 
 /** Push notification configs, persisted in the thread store as binary TaskPushNotificationConfig. */
-export function createPushConfigs(deps: { readonly store: ThreadStore; readonly config: ParleyConfig }): PushConfigs {
+export function createPushConfigs(deps: { readonly store: ThreadStore; readonly config: PushSettings }): PushConfigs {
   const { store, config } = deps;
   const decode = (payload: Uint8Array) => fromBinary(TaskPushNotificationConfigSchema, payload);
   const rules = pushDestinationRules(config);

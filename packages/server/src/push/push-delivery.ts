@@ -1,4 +1,6 @@
 import { toJsonString } from "@bufbuild/protobuf";
+import type { TaskEventSource } from "@parley/domain";
+import { sleep } from "@parley/domain";
 import {
   createDeadline,
   type StreamResponse,
@@ -6,14 +8,12 @@ import {
   type TaskPushNotificationConfig,
 } from "@parley/proto";
 import type { Logger } from "pino";
-import { sleep } from "../agents/agent.js";
-import type { ParleyConfig } from "../config.js";
-import type { TaskEventSource } from "../engine/task-run.js";
 import type { ParleyMetrics } from "../observability/metrics.js";
 import { injectTraceHeaders } from "../observability/tracing.js";
 import { type PushConfigs, pushDestinationRules } from "./push-configs.js";
 import { resolvePushDestination } from "./push-destination.js";
 import { postPinned } from "./push-request.js";
+import type { PushSettings } from "./push-settings.js";
 
 /** Content type of push notification bodies (A2A section 14.1). */
 export const pushContentType = "application/a2a+json";
@@ -57,7 +57,7 @@ class DestinationRefused extends Refused {}
  */
 export function createPushDelivery(deps: {
   readonly configs: PushConfigs;
-  readonly config: ParleyConfig;
+  readonly config: PushSettings;
   readonly logger: Logger;
   readonly metrics?: ParleyMetrics;
 }): PushDelivery {

@@ -1,6 +1,5 @@
 // The retention policy of the configuration: which tenants' threads go after how many idle days.
 import type { RetentionQuery, ThreadKey } from "@parley/store";
-import type { ParleyConfig } from "../config/schema.js";
 
 const dayMs = 86_400_000;
 
@@ -15,7 +14,15 @@ export interface RetentionPolicy {
   readonly summary: string;
 }
 
-export function retentionPolicy(config: Pick<ParleyConfig, "retention">): RetentionPolicy {
+/** The `retention` settings: days per tenant, "off" keeps that tenant's threads. */
+export interface RetentionSettings {
+  readonly retention: {
+    readonly threadIdleDays?: number | undefined;
+    readonly tenants: Readonly<Record<string, number | "off">>;
+  };
+}
+
+export function retentionPolicy(config: RetentionSettings): RetentionPolicy {
   const defaultDays = config.retention.threadIdleDays;
   const tenants = new Map<string, number | undefined>(
     Object.entries(config.retention.tenants).map(([tenant, days]) => [tenant, days === "off" ? undefined : days]),

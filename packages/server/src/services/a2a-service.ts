@@ -1,6 +1,9 @@
 import { clone, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { Engine, SendOptions, TaskRun } from "@parley/domain";
+import { createTypedError, invalidArgument, taskNotFound } from "@parley/domain";
+import { deadlinePassed, fromStore, type Resumable, subscribeFromLog } from "@parley/domain/internal";
 import {
   type A2AService,
   type AgentCard,
@@ -13,15 +16,11 @@ import {
   TaskSchema,
   TaskState,
 } from "@parley/proto";
+import { onAbort } from "@parley/serving";
 import type { ThreadStore } from "@parley/store";
-import { onAbort } from "../call-context.js";
 import type { ParleyConfig } from "../config.js";
-import type { Engine, SendOptions } from "../engine/engine.js";
-import type { TaskRun } from "../engine/task-run.js";
-import { createTypedError, deadlinePassed, fromStore, invalidArgument, taskNotFound } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import type { PushConfigs } from "../push/push-configs.js";
-import { type Resumable, subscribeFromLog } from "../replicas/resume.js";
 import { lazyStream, oneValue } from "./lazy-stream.js";
 
 type StreamResponseInit = MessageInitShape<typeof StreamResponseSchema>;

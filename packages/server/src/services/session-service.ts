@@ -1,5 +1,26 @@
 import { randomUUID } from "node:crypto";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { ChainGuard, Engine } from "@parley/domain";
+import {
+  type ConversationPlan,
+  ConversationRunner,
+  invalidArgument,
+  type ResolvedSession,
+  resolveSession,
+  silenceTokenSet,
+} from "@parley/domain";
+import {
+  ConversationLog,
+  ConversationRegistry,
+  createConversationRecorder,
+  decodeHops,
+  encodeChainReportTrailer,
+  fromStore,
+  hopsHeader,
+  loadConversation,
+  readStoredEvents,
+  summaryOfRecord,
+} from "@parley/domain/internal";
 import {
   ConversationState,
   type ConverseEvent,
@@ -12,22 +33,9 @@ import {
 } from "@parley/proto";
 import type { ConversationStore, ThreadStore } from "@parley/store";
 import type { Logger } from "pino";
-import { encodeChainReportTrailer } from "../chain/chain-budget.js";
-import type { ChainGuard } from "../chain/chain-guard.js";
+import { callPeer } from "../agents/peer-call.js";
 import type { ParleyConfig } from "../config.js";
-import type { Engine } from "../engine/engine.js";
-import { fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
-import { ConversationLog, ConversationRegistry } from "../sessions/conversation-log.js";
-import {
-  createConversationRecorder,
-  loadConversation,
-  readStoredEvents,
-  summaryOfRecord,
-} from "../sessions/conversation-records.js";
-import { type ConversationPlan, ConversationRunner } from "../sessions/conversation-runner.js";
-import { decodeHops, hopsHeader, type ResolvedSession, resolveSession } from "../sessions/session-ref.js";
-import { silenceTokenSet } from "../sessions/silence.js";
 
 /** How many finished conversations stay in memory (every one stays readable from the store). */
 export const finishedConversationCapacity = 1_000;
@@ -93,6 +101,7 @@ export function createSessionServiceImpl(deps: {
     store: deps.store,
     tokens: silenceTokenSet(config.sessions.silenceTokens),
     logger: deps.logger,
+    callPeer,
   });
 
   function start(

@@ -1,10 +1,11 @@
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import type { Agent } from "@parley/domain";
+import { invalidArgument } from "@parley/domain";
+import { fromStore } from "@parley/domain/internal";
 import { TargetKind, type TargetService } from "@parley/proto";
 import type { ThreadStore } from "@parley/store";
-import type { Agent } from "../agents/agent.js";
 import type { PeerConfig } from "../config.js";
-import { fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 
 /** The prefix of server-generated contextIds (any live thread is a target, whatever its id). */

@@ -1,10 +1,11 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { Engine } from "@parley/domain";
+import { contextBusy, invalidArgument, storeFailure } from "@parley/domain";
+import { fromStore } from "@parley/domain/internal";
 import { HistoryOrder, MessageSchema, ThreadMessageSchema, type ThreadService } from "@parley/proto";
 import { type ContextLeases, type StoredMessage, StoreError, type ThreadStore } from "@parley/store";
-import type { Engine } from "../engine/engine.js";
-import { contextBusy, fromStore, invalidArgument, storeFailure } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import { createThreadTransfer } from "./thread-transfer.js";
 import { provenances, threadFromMeta } from "./thread-wire.js";

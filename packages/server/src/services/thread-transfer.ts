@@ -3,6 +3,9 @@
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { Engine } from "@parley/domain";
+import { contextBusy, invalidArgument } from "@parley/domain";
+import { fromStore } from "@parley/domain/internal";
 import {
   type ExportedMessage,
   type ExportedTask,
@@ -23,8 +26,6 @@ import type {
   ThreadKey,
   ThreadStore,
 } from "@parley/store";
-import type { Engine } from "../engine/engine.js";
-import { contextBusy, fromStore, invalidArgument } from "../errors.js";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import { provenances, threadFromMeta } from "./thread-wire.js";
 

@@ -1,0 +1,518 @@
+import { randomUUID } from "node:crypto";
+import { clone, create, fromBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import {
+  endsTurn,
+  isInterruptedState,
+  isTerminalState,
+  type Message,
+  MessageSchema,
+  type SendMessageRequest,
+  type StreamResponse,
+  type Task,
+  TaskSchema,
+  TaskState,
+  TaskStatusSchema,
+} from "@parley/proto";
+import { type FencedThreadStore, idLimits, type TaskRecord, type ThreadKey } from "@parley/store";
+import type { Logger } from "pino";
+import type { Agent } from "../agent/agent.js";
+import type { ChainGuard } from "../chain/chain-guard.js";
+import {
+  contextBusy,
+  fromStore,
+  invalidArgument,
+  storeFailure,
+  taskNotCancelable,
+  taskNotFound,
+  terminalTask,
+} from "../errors.js";
+import { type HistoryEntry, messageText } from "../thread/history.js";
+import { parleyMetadataOf } from "../thread/parley-metadata.js";
+import type { Caller } from "./caller.js";
+import type { EngineConfig } from "./engine-config.js";
+import { EngineTurn } from "./engine-turn.js";
+import { readHistory, rememberAppended } from "./history-read.js";
+import { createInputModeCheck } from "./input-modes.js";
+import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
+import type { ReplicaCoordinator } from "./replica-coordinator.js";
+import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
+import { contextIdOfNewConversation } from "./retry-context.js";
+import { rememberEncoding } from "./task-encoding.js";
+import { announce, interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
+import { type TaskEventSource, TaskRun } from "./task-run.js";
+import { emptyTask } from "./turn-messages.js";
+import { runTurn, type TurnContext } from "./turn-runner.js";
+
+/** What a send turned into. */
+export type SendOutcome =
+  /** attached: a true retry of the message that started a task still running. */
+  | { readonly kind: "run"; readonly run: TaskRun; readonly attached: boolean }
+  /** A true retry of a message whose turn has ended: the task, or the Message it was answered with. */
+  | RetryAnswer;
+
+export interface EngineOptions {
+  readonly store: FencedThreadStore;
+  readonly agents: ReadonlyMap<string, Agent>;
+  readonly config: EngineConfig;
+  readonly logger: Logger;
+  /**
+   * Sees every task event in publish order (push delivery). Left unset, the
+   * publish path does no extra work. It must only enqueue: it runs inside publish.
+   */
+  readonly onEvent?: (source: TaskEventSource, event: StreamResponse) => void;
+  /** Leases, fenced writes and the task event log (LeaseCoordinator, on either backend). */
+  readonly coordinator: ReplicaCoordinator;
+  /** Runs each turn (agent run and reply append) inside `work`: the tracing span of the turn. */
+  readonly wrapTurn?: (run: TaskRun, agent: string, work: () => Promise<void>) => Promise<void>;
+  /** The ingress check of agent-to-agent chains (loops, hop limit, budget). */
+  readonly chains: ChainGuard;
+  /** Refuses a request that is a silence token; it throws with the reason. */
+  readonly refuseSilentRequest: (message: Message, agent: string) => void;
+}
+
+export interface SendOptions {
+  /**
+   * Runs once the task exists and before its agent starts, so whatever it
+   * sets up (a push config) sees the task's first event. A throw fails the task.
+   */
+  readonly beforeRun?: (run: TaskRun) => Promise<void>;
+  /** The caller watches the task as a stream (SendStreamingMessage); agents may answer differently. */
+  readonly streaming?: boolean;
+}
+
+/** Messages read back from a hidden turn's thread to rebuild its task: the turn's inbound message is the last. */
+const HIDDEN_TURN_TAIL = 4;
+
+/** The key of a (tenant, id) pair in the engine's maps: a task's run, or a context's busy guard. */
+function scopedKey(tenant: string, id: string): string {
+  return `${tenant}\u0000${id}`;
+}
+
+function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
+}
+
+/**
+ * The conversation engine: persists every inbound message before anything
+ * else, reads the thread's history back into the agent's input, allows one
+ * running task per (tenant, contextId), and fans each task's events out to
+ * any number of subscribers.
+ */
+export class Engine {
+  private readonly store: FencedThreadStore;
+  private readonly agents: ReadonlyMap<string, Agent>;
+  private readonly config: EngineConfig;
+  private readonly logger: Logger;
+  private readonly coordinator: ReplicaCoordinator;
+  private readonly listener: ((source: TaskEventSource, event: StreamResponse) => void) | undefined;
+  /** Running tasks by tenant + taskId. */
+  private readonly runs = new Map<string, TaskRun>();
+  /** The running task of each (tenant, contextId): the busy guard. */
+  private readonly busy = new Map<string, TaskRun>();
+  /** Runs released from the busy guard whose end is still being written (see send). */
+  private readonly ending = new Map<string, TaskRun>();
+  private accepting = true;
+  private readonly wrapTurn: EngineOptions["wrapTurn"];
+  /** What each run reports its events to: push delivery and the coordinator. */
+  private readonly runListener: ((run: TaskRun, event: StreamResponse) => void) | undefined;
+  private readonly turn: TurnContext;
+  private readonly chains: ChainGuard;
+  private readonly refuseSilentRequest: EngineOptions["refuseSilentRequest"];
+  /** Refuses a part whose media type the card's input modes do not name. */
+  private readonly checkInputModes: (message: Message) => void;
+
+  constructor(options: EngineOptions) {
+    this.chains = options.chains;
+    this.refuseSilentRequest = options.refuseSilentRequest;
+    this.store = options.store;
+    this.agents = options.agents;
+    this.config = options.config;
+    this.checkInputModes = createInputModeCheck(options.config.card.inputModes);
+    this.logger = options.logger;
+    this.coordinator = options.coordinator;
+    const onEvent = options.onEvent;
+    const listener = onEvent
+      ? (source: TaskEventSource, event: StreamResponse) => {
+          try {
+            onEvent(source, event);
+          } catch (error) {
+            this.logger.error({ taskId: source.taskId, err: error }, "task event listener failed");
+          }
+        }
+      : undefined;
+    this.listener = listener;
+    const onPublish = this.coordinator.onPublish;
+    this.runListener =
+      onPublish && listener
+        ? (run, event) => {
+            listener(run, event);
+            onPublish(run, event);
+          }
+        : (onPublish ?? listener);
+    this.turn = {
+      store: this.store,
+      coordinator: this.coordinator,
+      logger: this.logger,
+      agentStepTimeoutMs: this.config.limits.agentStepTimeoutMs,
+      leave: (run) => this.leave(run),
+    };
+    this.wrapTurn = options.wrapTurn;
+  }
+
+  /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
+  async recover(): Promise<number> {
+    let failed = 0;
+    for (const listed of await this.store.listUnfinishedTasks()) {
+      if (!isCutOffByLostRun(listed.state)) continue;
+      failed++;
+      const why = interruptedStatus(
+        "interrupted: the server process ended (a crash or a kill) while this task was running, found at restart; any partial reply was not kept",
+        listed.contextId,
+      );
+      // A turn cut off while hidden (its answer might have been a Message) ends as a task: a retry of its
+      // message must find it, FAILED. It is made visible first, so the paths below find its record.
+      const { hidden, ...record } = listed;
+      if (hidden) await this.store.putTask(record.payload.length > 0 ? record : await this.hiddenTaskOf(record));
+      // Under the context's lease, so the task's event log gets its final event after what it logged.
+      await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
+    }
+    if (failed > 0) this.logger.warn({ failed }, "marked tasks interrupted by the last shutdown as FAILED");
+    return failed;
+  }
+
+  /**
+   * The task of a turn cut off while hidden, from a record that kept only its ids, state and time (LevelDB):
+   * as it stood when the turn started, its history the thread's messages of the task (the inbound message;
+   * one task runs per context, so they are at the thread's end).
+   */
+  private async hiddenTaskOf(record: TaskRecord): Promise<TaskRecord> {
+    const thread = { tenant: record.tenant, contextId: record.contextId };
+    const messages = (await this.store.tail(thread, HIDDEN_TURN_TAIL)).filter((m) => m.taskId === record.taskId);
+    const task = create(TaskSchema, {
+      id: record.taskId,
+      contextId: record.contextId,
+      history: messages.map((m) =>
+        storedInbound(fromBinary(MessageSchema, m.payload), record.contextId, record.taskId),
+      ),
+      artifacts: [],
+    });
+    task.status = create(TaskStatusSchema, { state: record.state, timestamp: timestampFromMs(record.updatedAt) });
+    return taskRecord(record.tenant, task);
+  }
+
+  /** The running task of a tenant, if any. */
+  liveRun(tenant: string, taskId: string): TaskRun | undefined {
+    return this.runs.get(scopedKey(tenant, taskId));
+  }
+
+  /** How many tasks run in this process now (the running tasks gauge). */
+  get runningCount(): number {
+    return this.runs.size;
+  }
+
+  /** The running task of a context, if any. */
+  busyRun(tenant: string, contextId: string): TaskRun | undefined {
+    return this.busy.get(scopedKey(tenant, contextId));
+  }
+
+  async send(caller: Caller, request: SendMessageRequest, options: SendOptions = {}): Promise<SendOutcome> {
+    if (!this.accepting)
+      throw new ConnectError("the server is shutting down; retry on another instance", Code.Unavailable);
+    const inbound = request.message;
+    if (!inbound) throw invalidArgument("message is required");
+    validateMessage(inbound, this.config.limits);
+    this.checkInputModes(inbound);
+    const agent = this.agents.get(caller.agent);
+    if (!agent) throw new ConnectError(`no agent named ${JSON.stringify(caller.agent)}`, Code.NotFound);
+    // Before the busy guard and before anything is stored: a ring that comes back here is a loop, not a busy context.
+    const chain = this.chains.admit(inbound, caller.agent);
+    this.refuseSilentRequest(inbound, caller.agent);
+
+    const payload = encodeInbound(inbound);
+    let existing: Task | undefined;
+    let contextId = inbound.contextId;
+    if (inbound.taskId !== "") {
+      existing = await this.continuableTask(caller.tenant, inbound.taskId, contextId);
+      contextId = existing.contextId;
+    }
+    // Derived, not random: a retry of this exact message finds the first send's context and task.
+    if (contextId === "") contextId = contextIdOfNewConversation(caller.tenant, inbound.messageId, payload);
+
+    // The caller is handed the task at once (a stream, returnImmediately, a push config); a new task that is not
+    // (a blocking send) may end as a Message: until someone is shown it, the store keeps only its turn-in-flight record.
+    const handedOver =
+      options.streaming === true ||
+      options.beforeRun !== undefined ||
+      request.configuration?.returnImmediately === true;
+    const guardKey = scopedKey(caller.tenant, contextId);
+    for (let running = this.busy.get(guardKey); running; running = this.busy.get(guardKey)) {
+      if (running.trigger.messageId === inbound.messageId && bytesEqual(running.trigger.payload, payload)) {
+        if (handedOver) this.reveal(running);
+        if (options.streaming === true) announce(running);
+        return { kind: "run", run: running, attached: true };
+      }
+      // Its agent is done and its outcome is being written: GetTask already shows the end, so a caller that
+      // saw it and sends at once waits for that write instead of failing busy (then looks again).
+      if (!endsTurn(running.task.status?.state ?? TaskState.UNSPECIFIED)) throw contextBusy(contextId, running.taskId);
+      await running.settled;
+    }
+
+    const taskId = existing?.id ?? randomUUID();
+    const stored = storedInbound(inbound, contextId, taskId);
+    rememberEncoding(stored, encodeStoredInbound(payload, inbound, stored));
+    const task = existing ?? emptyTask(taskId, contextId);
+    task.history.push(stored);
+    setStatus(task, TaskState.SUBMITTED);
+    const run = new TaskRun(
+      caller.tenant,
+      contextId,
+      task,
+      { messageId: inbound.messageId, payload },
+      this.runListener,
+    );
+    run.visible = existing !== undefined || handedOver;
+    // A new task's first record: its ids, state and time while nobody can be shown it, and also where one process
+    // owns the store (LevelDB): a reader of the running task (GetTask, SubscribeToTask, a push config) is answered
+    // from the run, a listing writes it first (revealRunning), and crash recovery rebuilds it from the thread. A
+    // streamed turn so writes its task once, at its end, instead of twice with the listing entries moved between.
+    run.storedHidden = existing === undefined && (!run.visible || this.coordinator.ownsUnfinishedTasks);
+    // Taken before the first await below, so concurrent sends see it at once.
+    this.busy.set(guardKey, run);
+    // The previous run of this context has published its end but may still be making it durable
+    // (its lease is released after that): a send that follows at once waits for it instead of failing busy.
+    const ending = this.ending.get(guardKey);
+    if (ending) await ending.settled;
+    try {
+      // Across replicas the local map only guards this process; the coordinator's lease decides.
+      await this.coordinator.acquire(run, existing !== undefined);
+    } catch (error) {
+      this.busy.delete(guardKey);
+      throw storeFailure(error);
+    }
+    const key: ThreadKey = { tenant: caller.tenant, contextId };
+    const meta = parleyMetadataOf(inbound);
+    let appended: Awaited<ReturnType<FencedThreadStore["append"]>>;
+    try {
+      appended = await this.store.append(
+        key,
+        { messageId: inbound.messageId, provenance: meta.interSession ? "inter-session" : "user", taskId, payload },
+        // A new task's id was minted above, so the store need not look for an earlier record of it.
+        existing
+          ? taskRecord(caller.tenant, task)
+          : taskRecord(caller.tenant, task, run.storedHidden ? { created: true, hidden: true } : { created: true }),
+        this.coordinator.writeOptions(run),
+      );
+    } catch (error) {
+      this.busy.delete(guardKey);
+      await this.coordinator.release(run);
+      throw storeFailure(error);
+    }
+    if (appended.duplicate) {
+      this.busy.delete(guardKey);
+      await this.coordinator.release(run);
+      return answerOfRetry(this.store, (taskId) => this.getTask(caller.tenant, taskId), key, appended.message);
+    }
+
+    const text = messageText(inbound);
+    rememberAppended(appended.message, inbound, text);
+    this.runs.set(scopedKey(caller.tenant, taskId), run);
+    if (options.beforeRun) {
+      try {
+        await options.beforeRun(run);
+      } catch (error) {
+        await this.failBeforeStart(run, error);
+        throw error;
+      }
+    }
+    // A stream's first event is its task, before the history is read or the agent produces anything.
+    if (options.streaming === true) announce(run);
+    let history: HistoryEntry[];
+    try {
+      history = await readHistory(this.store, key, appended.message.sequence, this.config.history.maxMessages);
+    } catch (error) {
+      this.leave(run);
+      await this.coordinator.release(run);
+      throw storeFailure(error);
+    }
+    const turn = new EngineTurn(
+      run,
+      {
+        tenant: caller.tenant,
+        contextId,
+        taskId,
+        message: stored,
+        text,
+        history,
+        hops: meta.hops,
+        chain,
+        streaming: options.streaming === true,
+      },
+      this.config.history.maxChars,
+    );
+    if (this.wrapTurn) void this.wrapTurn(run, agent.name, () => runTurn(this.turn, agent, run, turn));
+    else void runTurn(this.turn, agent, run, turn);
+    return { kind: "run", run, attached: false };
+  }
+
+  /** Ends a task whose setup failed before its agent ran, so it does not stay SUBMITTED. */
+  private async failBeforeStart(run: TaskRun, error: unknown): Promise<void> {
+    const why = error instanceof Error ? error.message : String(error);
+    setStatus(run.task, TaskState.FAILED, `the task could not start: ${why}`);
+    await this.store
+      .putTask(taskRecord(run.tenant, run.task), this.coordinator.writeOptions(run))
+      .catch((cause: unknown) => {
+        this.logger.error({ taskId: run.taskId, err: cause }, "could not record a task that failed to start");
+      });
+    this.leave(run);
+    await this.coordinator.finish(run);
+    run.end();
+  }
+
+  private async continuableTask(tenant: string, taskId: string, contextId: string): Promise<Task> {
+    const live = this.liveRun(tenant, taskId);
+    const task = live?.task ?? (await this.getTask(tenant, taskId));
+    if (!task) throw taskNotFound(taskId);
+    if (contextId !== "" && contextId !== task.contextId) {
+      throw invalidArgument(
+        `message.contextId ${JSON.stringify(contextId)} does not match the contextId of task ${taskId} (${JSON.stringify(task.contextId)})`,
+      );
+    }
+    const state = task.status?.state ?? TaskState.UNSPECIFIED;
+    if (isTerminalState(state)) {
+      throw terminalTask(
+        taskId,
+        state,
+        " and cannot take more messages; send without taskId to start a new task in the same context",
+      );
+    }
+    if (live && !live.finished) {
+      // Waiting for input and still writing that outcome (see send): the follow-up waits for the write.
+      if (!endsTurn(state)) throw contextBusy(task.contextId, taskId);
+      await live.settled;
+    }
+    return clone(TaskSchema, task);
+  }
+
+  /** Frees the run's busy guard and its place in the run table. */
+  private leave(run: TaskRun): void {
+    const guardKey = scopedKey(run.tenant, run.contextId);
+    if (this.busy.get(guardKey) === run) {
+      this.busy.delete(guardKey);
+      if (!run.finished) {
+        this.ending.set(guardKey, run);
+        void run.settled.then(() => {
+          if (this.ending.get(guardKey) === run) this.ending.delete(guardKey);
+        });
+      }
+    }
+    this.runs.delete(scopedKey(run.tenant, run.taskId));
+  }
+
+  /** Makes a running task visible (TaskRun.visible) while it runs: someone outside the engine now knows of it. */
+  private reveal(run: TaskRun): void {
+    if (run.visible) return;
+    run.visible = true;
+    this.coordinator.shown(run);
+  }
+
+  /**
+   * Makes the running tasks of a tenant (of one context, when given) that
+   * the store holds only as turn-in-flight records (TaskRun.storedHidden)
+   * visible, their records written before this resolves: a listing that
+   * follows finds them, as it finds every other running task.
+   */
+  async revealRunning(tenant: string, contextId?: string): Promise<void> {
+    const writes: Promise<void>[] = [];
+    for (const run of this.runs.values()) {
+      if (!run.storedHidden || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) {
+        continue;
+      }
+      this.reveal(run);
+      run.storedHidden = false;
+      const written = this.store.putTask(taskRecord(tenant, run.task), this.coordinator.writeOptions(run));
+      writes.push(
+        written.catch((error: unknown) => {
+          this.logger.warn({ taskId: run.taskId, err: error }, "could not record a running task for a listing");
+        }),
+      );
+    }
+    await Promise.all(writes);
+  }
+
+  /**
+   * A task's state and context without copying or decoding the task: a live run's from memory, a stored task's
+   * from its record's fields (the payload, history and artifacts, is not decoded). What SubscribeToTask checks
+   * before it decides whether it needs the task itself, and the context its logged events leave out; undefined
+   * when there is no such task.
+   */
+  async taskHead(tenant: string, taskId: string): Promise<{ state: TaskState; contextId: string } | undefined> {
+    const live = this.liveRun(tenant, taskId);
+    if (live) {
+      // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
+      // subscriber sees its end in the event log even when the agent answers with a Message; and its
+      // task at once, even while the agent has produced nothing yet.
+      this.reveal(live);
+      announce(live);
+      return { state: live.task.status?.state ?? TaskState.UNSPECIFIED, contextId: live.contextId };
+    }
+    if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
+    const record = await fromStore(this.store.getTask(tenant, taskId));
+    return record ? { state: record.state as TaskState, contextId: record.contextId } : undefined;
+  }
+
+  async getTask(tenant: string, taskId: string): Promise<Task | undefined> {
+    const live = this.liveRun(tenant, taskId);
+    if (live) {
+      // Asked for by id (GetTask, SubscribeToTask, a push config): the task outlives its turn whatever it answers.
+      this.reveal(live);
+      return clone(TaskSchema, live.task);
+    }
+    if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
+    const record = await fromStore(this.store.getTask(tenant, taskId));
+    return record ? fromBinary(TaskSchema, record.payload) : undefined;
+  }
+
+  /** Stops a task: a running one is aborted, a waiting one is closed. */
+  async cancel(tenant: string, taskId: string): Promise<Task> {
+    const live = this.liveRun(tenant, taskId);
+    if (live && !live.finished) {
+      this.reveal(live);
+      live.cancel("canceled");
+      await live.settled;
+      return clone(TaskSchema, live.task);
+    }
+    const task = await this.getTask(tenant, taskId);
+    if (!task) throw taskNotFound(taskId);
+    const state = task.status?.state ?? TaskState.UNSPECIFIED;
+    if (isTerminalState(state)) throw taskNotCancelable(taskId, state);
+    if (!isInterruptedState(state)) {
+      // Running on another replica: only the lease holder can stop its agent.
+      const ended = await fromStore(this.coordinator.cancelRemote(tenant, task));
+      if (ended) return ended;
+    }
+    setStatus(task, TaskState.CANCELED, "canceled on request");
+    // The log's final event ends the streams that follow the waiting task.
+    await fromStore(this.coordinator.endWaiting(tenant, task));
+    this.listener?.({ tenant, contextId: task.contextId, taskId }, statusEvent(task));
+    return task;
+  }
+
+  /**
+   * Stops accepting sends, lets running tasks finish within `graceMs`, then
+   * ends the rest as FAILED (interrupted). Their outcome is persisted.
+   */
+  async shutdown(graceMs: number): Promise<void> {
+    this.accepting = false;
+    const pending = [...this.runs.values()];
+    if (pending.length === 0) return;
+    const all = Promise.all(pending.map((r) => r.settled));
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
+    clearTimeout(timer);
+    for (const run of this.runs.values())
+      run.interrupt(`the server shut down and its grace of ${graceMs} ms (shutdownGraceMs) ran out`);
+    await all;
+  }
+}
