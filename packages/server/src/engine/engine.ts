@@ -1,21 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, fromBinary } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { clone, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   endsTurn,
   isInterruptedState,
   isTerminalState,
   type Message,
-  MessageSchema,
   type SendMessageRequest,
   type StreamResponse,
   type Task,
   TaskSchema,
   TaskState,
-  TaskStatusSchema,
 } from "@parley/proto";
-import { type FencedThreadStore, idLimits, type TaskRecord, type ThreadKey } from "@parley/store";
+import { type FencedThreadStore, idLimits, type ThreadKey } from "@parley/store";
 import type { Logger } from "pino";
 import type { Agent } from "../agents/agent.js";
 import type { ChainGuard } from "../chain/chain-guard.js";
@@ -31,6 +28,7 @@ import {
 } from "../errors.js";
 import type { Caller } from "./caller.js";
 import { EngineTurn } from "./engine-turn.js";
+import { inboundRecord, markStart, reveal, revealStored } from "./hidden-turn.js";
 import { type HistoryEntry, messageText } from "./history.js";
 import { readHistory, rememberAppended } from "./history-read.js";
 import { createInputModeCheck } from "./input-modes.js";
@@ -40,7 +38,8 @@ import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
 import { rememberEncoding } from "./task-encoding.js";
-import { announce, interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
+import { announce, setStatus, statusEvent, taskRecord } from "./task-model.js";
+import { failInterruptedTasks } from "./task-recovery.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
 import { emptyTask } from "./turn-messages.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
@@ -81,9 +80,6 @@ export interface SendOptions {
   /** The caller watches the task as a stream (SendStreamingMessage); agents may answer differently. */
   readonly streaming?: boolean;
 }
-
-/** Messages read back from a hidden turn's thread to rebuild its task: the turn's inbound message is the last. */
-const HIDDEN_TURN_TAIL = 4;
 
 /** The key of a (tenant, id) pair in the engine's maps: a task's run, or a context's busy guard. */
 function scopedKey(tenant: string, id: string): string {
@@ -162,44 +158,8 @@ export class Engine {
   }
 
   /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
-  async recover(): Promise<number> {
-    let failed = 0;
-    for (const listed of await this.store.listUnfinishedTasks()) {
-      if (!isCutOffByLostRun(listed.state)) continue;
-      failed++;
-      const why = interruptedStatus(
-        "interrupted: the server process ended (a crash or a kill) while this task was running, found at restart; any partial reply was not kept",
-        listed.contextId,
-      );
-      // A turn cut off while hidden (its answer might have been a Message) ends as a task: a retry of its
-      // message must find it, FAILED. It is made visible first, so the paths below find its record.
-      const { hidden, ...record } = listed;
-      if (hidden) await this.store.putTask(record.payload.length > 0 ? record : await this.hiddenTaskOf(record));
-      // Under the context's lease, so the task's event log gets its final event after what it logged.
-      await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
-    }
-    if (failed > 0) this.logger.warn({ failed }, "marked tasks interrupted by the last shutdown as FAILED");
-    return failed;
-  }
-
-  /**
-   * The task of a turn cut off while hidden, from a record that kept only its ids, state and time (LevelDB):
-   * as it stood when the turn started, its history the thread's messages of the task (the inbound message;
-   * one task runs per context, so they are at the thread's end).
-   */
-  private async hiddenTaskOf(record: TaskRecord): Promise<TaskRecord> {
-    const thread = { tenant: record.tenant, contextId: record.contextId };
-    const messages = (await this.store.tail(thread, HIDDEN_TURN_TAIL)).filter((m) => m.taskId === record.taskId);
-    const task = create(TaskSchema, {
-      id: record.taskId,
-      contextId: record.contextId,
-      history: messages.map((m) =>
-        storedInbound(fromBinary(MessageSchema, m.payload), record.contextId, record.taskId),
-      ),
-      artifacts: [],
-    });
-    task.status = create(TaskStatusSchema, { state: record.state, timestamp: timestampFromMs(record.updatedAt) });
-    return taskRecord(record.tenant, task);
+  recover(): Promise<number> {
+    return failInterruptedTasks({ store: this.store, coordinator: this.coordinator, logger: this.logger });
   }
 
   /** The running task of a tenant, if any. */
@@ -249,7 +209,7 @@ export class Engine {
     const guardKey = scopedKey(caller.tenant, contextId);
     for (let running = this.busy.get(guardKey); running; running = this.busy.get(guardKey)) {
       if (running.trigger.messageId === inbound.messageId && bytesEqual(running.trigger.payload, payload)) {
-        if (handedOver) this.reveal(running);
+        if (handedOver) reveal(running, this.coordinator);
         if (options.streaming === true) announce(running);
         return { kind: "run", run: running, attached: true };
       }
@@ -272,12 +232,8 @@ export class Engine {
       { messageId: inbound.messageId, payload },
       this.runListener,
     );
-    run.visible = existing !== undefined || handedOver;
-    // A new task's first record: its ids, state and time while nobody can be shown it, and also where one process
-    // owns the store (LevelDB): a reader of the running task (GetTask, SubscribeToTask, a push config) is answered
-    // from the run, a listing writes it first (revealRunning), and crash recovery rebuilds it from the thread. A
-    // streamed turn so writes its task once, at its end, instead of twice with the listing entries moved between.
-    run.storedHidden = existing === undefined && (!run.visible || this.coordinator.ownsUnfinishedTasks);
+    const continued = existing !== undefined;
+    markStart(run, { continued, handedOver, ownsUnfinishedTasks: this.coordinator.ownsUnfinishedTasks });
     // Taken before the first await below, so concurrent sends see it at once.
     this.busy.set(guardKey, run);
     // The previous run of this context has published its end but may still be making it durable
@@ -286,7 +242,7 @@ export class Engine {
     if (ending) await ending.settled;
     try {
       // Across replicas the local map only guards this process; the coordinator's lease decides.
-      await this.coordinator.acquire(run, existing !== undefined);
+      await this.coordinator.acquire(run, continued);
     } catch (error) {
       this.busy.delete(guardKey);
       throw storeFailure(error);
@@ -298,10 +254,7 @@ export class Engine {
       appended = await this.store.append(
         key,
         { messageId: inbound.messageId, provenance: meta.interSession ? "inter-session" : "user", taskId, payload },
-        // A new task's id was minted above, so the store need not look for an earlier record of it.
-        existing
-          ? taskRecord(caller.tenant, task)
-          : taskRecord(caller.tenant, task, run.storedHidden ? { created: true, hidden: true } : { created: true }),
+        inboundRecord(run, continued),
         this.coordinator.writeOptions(run),
       );
     } catch (error) {
@@ -410,13 +363,6 @@ export class Engine {
     this.runs.delete(scopedKey(run.tenant, run.taskId));
   }
 
-  /** Makes a running task visible (TaskRun.visible) while it runs: someone outside the engine now knows of it. */
-  private reveal(run: TaskRun): void {
-    if (run.visible) return;
-    run.visible = true;
-    this.coordinator.shown(run);
-  }
-
   /**
    * Makes the running tasks of a tenant (of one context, when given) that
    * the store holds only as turn-in-flight records (TaskRun.storedHidden)
@@ -426,14 +372,11 @@ export class Engine {
   async revealRunning(tenant: string, contextId?: string): Promise<void> {
     const writes: Promise<void>[] = [];
     for (const run of this.runs.values()) {
-      if (!run.storedHidden || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) {
-        continue;
-      }
-      this.reveal(run);
-      run.storedHidden = false;
-      const written = this.store.putTask(taskRecord(tenant, run.task), this.coordinator.writeOptions(run));
+      if (run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) continue;
+      const record = revealStored(run, this.coordinator);
+      if (!record) continue;
       writes.push(
-        written.catch((error: unknown) => {
+        this.store.putTask(record, this.coordinator.writeOptions(run)).catch((error: unknown) => {
           this.logger.warn({ taskId: run.taskId, err: error }, "could not record a running task for a listing");
         }),
       );
@@ -453,7 +396,7 @@ export class Engine {
       // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
       // subscriber sees its end in the event log even when the agent answers with a Message; and its
       // task at once, even while the agent has produced nothing yet.
-      this.reveal(live);
+      reveal(live, this.coordinator);
       announce(live);
       return { state: live.task.status?.state ?? TaskState.UNSPECIFIED, contextId: live.contextId };
     }
@@ -466,7 +409,7 @@ export class Engine {
     const live = this.liveRun(tenant, taskId);
     if (live) {
       // Asked for by id (GetTask, SubscribeToTask, a push config): the task outlives its turn whatever it answers.
-      this.reveal(live);
+      reveal(live, this.coordinator);
       return clone(TaskSchema, live.task);
     }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
@@ -478,7 +421,7 @@ export class Engine {
   async cancel(tenant: string, taskId: string): Promise<Task> {
     const live = this.liveRun(tenant, taskId);
     if (live && !live.finished) {
-      this.reveal(live);
+      reveal(live, this.coordinator);
       live.cancel("canceled");
       await live.settled;
       return clone(TaskSchema, live.task);

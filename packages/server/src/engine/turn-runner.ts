@@ -16,6 +16,7 @@ import type { Logger } from "pino";
 import type { Agent, AgentEvent, AgentTurn } from "../agents/agent.js";
 import { withChainReport } from "../chain/chain-budget.js";
 import { ChainRefusedError } from "../chain/chain-refusal.js";
+import { endsHidden, outcomeRecord, shownWhileEnding } from "./hidden-turn.js";
 import { messageText } from "./history.js";
 import { rememberAppended } from "./history-read.js";
 import { parleyMetadataKey } from "./parley-metadata.js";
@@ -29,7 +30,6 @@ import {
   publishArtifact,
   setStatus,
   statusEvent,
-  taskRecord,
 } from "./task-model.js";
 import { RunStop, type TaskRun } from "./task-run.js";
 import { partsArtifact, partsMessage, streamResponse, taskStatus, textPart, timestampNow } from "./turn-messages.js";
@@ -267,7 +267,7 @@ function messageOutcome(ctx: TurnContext, run: TaskRun, reply: Message): Outcome
   task.status = taskStatus(TaskState.COMPLETED, timestampNow(), reply);
   // Nobody was shown the task: it ends with the reply (its turn-in-flight record removed), and a retry
   // of the message is answered with the reply from the thread.
-  const hidden = !run.visible;
+  const hidden = endsHidden(run);
   const last = streamResponse({ case: "message", value: reply });
   return {
     last,
@@ -275,9 +275,8 @@ function messageOutcome(ctx: TurnContext, run: TaskRun, reply: Message): Outcome
       // A hidden task's reply is never logged (nobody can follow the task); a visible one's is, with the outcome.
       await persistOutcome(ctx, run, reply, hidden, retry, hidden ? undefined : last);
       // Someone asked for the task while its end was being written: it stays, COMPLETED.
-      if (hidden && run.visible) {
-        await ctx.store.putTask(taskRecord(run.tenant, task), ctx.coordinator.writeOptions(run));
-      }
+      const kept = shownWhileEnding(run, hidden);
+      if (kept) await ctx.store.putTask(kept, ctx.coordinator.writeOptions(run));
     },
   };
 }
@@ -294,13 +293,7 @@ async function persistOutcome(
   retry: boolean,
   last?: StreamResponse,
 ): Promise<void> {
-  // A turn that ends as a task hands its caller the task: from now on it is visible. Not ReplicaCoordinator.shown:
-  // nobody followed the run while it ran, so a coordinator may leave out of the log what nobody will read.
-  if (!hidden) {
-    run.visible = true;
-    run.storedHidden = false;
-  }
-  const record = taskRecord(run.tenant, run.task, hidden ? { hidden } : undefined);
+  const record = outcomeRecord(run, hidden);
   if (!last) return writeOutcome(ctx, run, reply, record, retry, ctx.coordinator.writeOptions(run));
   return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, retry, fenced));
 }
