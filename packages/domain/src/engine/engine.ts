@@ -1,21 +1,18 @@
 import { randomUUID } from "node:crypto";
-import { clone, create, fromBinary } from "@bufbuild/protobuf";
-import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { clone, fromBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import {
   endsTurn,
   isInterruptedState,
   isTerminalState,
   type Message,
-  MessageSchema,
   type SendMessageRequest,
   type StreamResponse,
   type Task,
   TaskSchema,
   TaskState,
-  TaskStatusSchema,
 } from "@parley/proto";
-import { type FencedThreadStore, idLimits, type TaskRecord, type ThreadKey } from "@parley/store";
+import { type FencedThreadStore, idLimits, type ThreadKey } from "@parley/store";
 import type { Logger } from "pino";
 import type { Agent } from "../agent/agent.js";
 import type { ChainGuard } from "../chain/chain-guard.js";
@@ -28,19 +25,23 @@ import {
   taskNotFound,
   terminalTask,
 } from "../errors.js";
-import { type HistoryEntry, messageText } from "../thread/history.js";
+import { messageText } from "../thread/history.js";
 import { parleyMetadataOf } from "../thread/parley-metadata.js";
 import type { Caller } from "./caller.js";
 import type { EngineConfig } from "./engine-config.js";
 import { EngineTurn } from "./engine-turn.js";
+import { inboundRecord, markStart, reveal, revealStored } from "./hidden-turn.js";
 import { readHistory, rememberAppended } from "./history-read.js";
 import { createInputModeCheck } from "./input-modes.js";
 import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
+import { RunTable, startedBy } from "./run-table.js";
+import { createSendClaim, type SendClaim, type SendClaimDeps } from "./send-claim.js";
 import { rememberEncoding } from "./task-encoding.js";
-import { announce, interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "./task-model.js";
+import { announce, setStatus, statusEvent } from "./task-model.js";
+import { failInterruptedTasks } from "./task-recovery.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
 import { emptyTask } from "./turn-messages.js";
 import { runTurn, type TurnContext } from "./turn-runner.js";
@@ -82,18 +83,6 @@ export interface SendOptions {
   readonly streaming?: boolean;
 }
 
-/** Messages read back from a hidden turn's thread to rebuild its task: the turn's inbound message is the last. */
-const HIDDEN_TURN_TAIL = 4;
-
-/** The key of a (tenant, id) pair in the engine's maps: a task's run, or a context's busy guard. */
-function scopedKey(tenant: string, id: string): string {
-  return `${tenant}\u0000${id}`;
-}
-
-function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.byteLength === b.byteLength && Buffer.compare(a, b) === 0;
-}
-
 /**
  * The conversation engine: persists every inbound message before anything
  * else, reads the thread's history back into the agent's input, allows one
@@ -107,12 +96,10 @@ export class Engine {
   private readonly logger: Logger;
   private readonly coordinator: ReplicaCoordinator;
   private readonly listener: ((source: TaskEventSource, event: StreamResponse) => void) | undefined;
-  /** Running tasks by tenant + taskId. */
-  private readonly runs = new Map<string, TaskRun>();
-  /** The running task of each (tenant, contextId): the busy guard. */
-  private readonly busy = new Map<string, TaskRun>();
-  /** Runs released from the busy guard whose end is still being written (see send). */
-  private readonly ending = new Map<string, TaskRun>();
+  /** Running tasks by task and by context (the busy guard). */
+  private readonly table = new RunTable();
+  /** What each send's claim on its context frees through. */
+  private readonly claimDeps: SendClaimDeps;
   private accepting = true;
   private readonly wrapTurn: EngineOptions["wrapTurn"];
   /** What each run reports its events to: push delivery and the coordinator. */
@@ -156,65 +143,29 @@ export class Engine {
       coordinator: this.coordinator,
       logger: this.logger,
       agentStepTimeoutMs: this.config.limits.agentStepTimeoutMs,
-      leave: (run) => this.leave(run),
     };
+    this.claimDeps = { table: this.table, store: this.store, coordinator: this.coordinator, logger: this.logger };
     this.wrapTurn = options.wrapTurn;
   }
 
   /** Marks tasks that were running when the process last stopped as FAILED, freeing their contexts. */
-  async recover(): Promise<number> {
-    let failed = 0;
-    for (const listed of await this.store.listUnfinishedTasks()) {
-      if (!isCutOffByLostRun(listed.state)) continue;
-      failed++;
-      const why = interruptedStatus(
-        "interrupted: the server process ended (a crash or a kill) while this task was running, found at restart; any partial reply was not kept",
-        listed.contextId,
-      );
-      // A turn cut off while hidden (its answer might have been a Message) ends as a task: a retry of its
-      // message must find it, FAILED. It is made visible first, so the paths below find its record.
-      const { hidden, ...record } = listed;
-      if (hidden) await this.store.putTask(record.payload.length > 0 ? record : await this.hiddenTaskOf(record));
-      // Under the context's lease, so the task's event log gets its final event after what it logged.
-      await this.coordinator.failInterrupted(record.tenant, record.contextId, record.taskId, why);
-    }
-    if (failed > 0) this.logger.warn({ failed }, "marked tasks interrupted by the last shutdown as FAILED");
-    return failed;
-  }
-
-  /**
-   * The task of a turn cut off while hidden, from a record that kept only its ids, state and time (LevelDB):
-   * as it stood when the turn started, its history the thread's messages of the task (the inbound message;
-   * one task runs per context, so they are at the thread's end).
-   */
-  private async hiddenTaskOf(record: TaskRecord): Promise<TaskRecord> {
-    const thread = { tenant: record.tenant, contextId: record.contextId };
-    const messages = (await this.store.tail(thread, HIDDEN_TURN_TAIL)).filter((m) => m.taskId === record.taskId);
-    const task = create(TaskSchema, {
-      id: record.taskId,
-      contextId: record.contextId,
-      history: messages.map((m) =>
-        storedInbound(fromBinary(MessageSchema, m.payload), record.contextId, record.taskId),
-      ),
-      artifacts: [],
-    });
-    task.status = create(TaskStatusSchema, { state: record.state, timestamp: timestampFromMs(record.updatedAt) });
-    return taskRecord(record.tenant, task);
+  recover(): Promise<number> {
+    return failInterruptedTasks({ store: this.store, coordinator: this.coordinator, logger: this.logger });
   }
 
   /** The running task of a tenant, if any. */
   liveRun(tenant: string, taskId: string): TaskRun | undefined {
-    return this.runs.get(scopedKey(tenant, taskId));
+    return this.table.live(tenant, taskId);
   }
 
   /** How many tasks run in this process now (the running tasks gauge). */
   get runningCount(): number {
-    return this.runs.size;
+    return this.table.size;
   }
 
   /** The running task of a context, if any. */
   busyRun(tenant: string, contextId: string): TaskRun | undefined {
-    return this.busy.get(scopedKey(tenant, contextId));
+    return this.table.busyRun(tenant, contextId);
   }
 
   async send(caller: Caller, request: SendMessageRequest, options: SendOptions = {}): Promise<SendOutcome> {
@@ -246,10 +197,14 @@ export class Engine {
       options.streaming === true ||
       options.beforeRun !== undefined ||
       request.configuration?.returnImmediately === true;
-    const guardKey = scopedKey(caller.tenant, contextId);
-    for (let running = this.busy.get(guardKey); running; running = this.busy.get(guardKey)) {
-      if (running.trigger.messageId === inbound.messageId && bytesEqual(running.trigger.payload, payload)) {
-        if (handedOver) this.reveal(running);
+    const trigger = { messageId: inbound.messageId, payload };
+    for (
+      let running = this.busyRun(caller.tenant, contextId);
+      running;
+      running = this.busyRun(caller.tenant, contextId)
+    ) {
+      if (startedBy(running, trigger)) {
+        if (handedOver) reveal(running, this.coordinator);
         if (options.streaming === true) announce(running);
         return { kind: "run", run: running, attached: true };
       }
@@ -265,109 +220,64 @@ export class Engine {
     const task = existing ?? emptyTask(taskId, contextId);
     task.history.push(stored);
     setStatus(task, TaskState.SUBMITTED);
-    const run = new TaskRun(
-      caller.tenant,
-      contextId,
-      task,
-      { messageId: inbound.messageId, payload },
-      this.runListener,
-    );
-    run.visible = existing !== undefined || handedOver;
-    // A new task's first record: its ids, state and time while nobody can be shown it, and also where one process
-    // owns the store (LevelDB): a reader of the running task (GetTask, SubscribeToTask, a push config) is answered
-    // from the run, a listing writes it first (revealRunning), and crash recovery rebuilds it from the thread. A
-    // streamed turn so writes its task once, at its end, instead of twice with the listing entries moved between.
-    run.storedHidden = existing === undefined && (!run.visible || this.coordinator.ownsUnfinishedTasks);
-    // Taken before the first await below, so concurrent sends see it at once.
-    this.busy.set(guardKey, run);
-    // The previous run of this context has published its end but may still be making it durable
-    // (its lease is released after that): a send that follows at once waits for it instead of failing busy.
-    const ending = this.ending.get(guardKey);
-    if (ending) await ending.settled;
-    try {
-      // Across replicas the local map only guards this process; the coordinator's lease decides.
-      await this.coordinator.acquire(run, existing !== undefined);
-    } catch (error) {
-      this.busy.delete(guardKey);
-      throw storeFailure(error);
-    }
+    const run = new TaskRun(caller.tenant, contextId, task, trigger, this.runListener);
+    const continued = existing !== undefined;
+    markStart(run, { continued, handedOver, ownsUnfinishedTasks: this.coordinator.ownsUnfinishedTasks });
+    // Taken before the first await below, so concurrent sends see it at once; released once, however the send ends.
+    const claim = createSendClaim(this.claimDeps, run);
     const key: ThreadKey = { tenant: caller.tenant, contextId };
-    const meta = parleyMetadataOf(inbound);
-    let appended: Awaited<ReturnType<FencedThreadStore["append"]>>;
-    try {
-      appended = await this.store.append(
-        key,
-        { messageId: inbound.messageId, provenance: meta.interSession ? "inter-session" : "user", taskId, payload },
-        // A new task's id was minted above, so the store need not look for an earlier record of it.
-        existing
-          ? taskRecord(caller.tenant, task)
-          : taskRecord(caller.tenant, task, run.storedHidden ? { created: true, hidden: true } : { created: true }),
-        this.coordinator.writeOptions(run),
+    const retried = await claim.hold(async () => {
+      await claim.lease(continued);
+      const meta = parleyMetadataOf(inbound);
+      const appended = await this.store
+        .append(
+          key,
+          { messageId: inbound.messageId, provenance: meta.interSession ? "inter-session" : "user", taskId, payload },
+          inboundRecord(run, continued),
+          this.coordinator.writeOptions(run),
+        )
+        .catch(rethrowStoreFailure);
+      if (appended.duplicate) return appended.message;
+      const text = messageText(inbound);
+      rememberAppended(appended.message, inbound, text);
+      claim.stored();
+      await options.beforeRun?.(run);
+      // A stream's first event is its task, before the history is read or the agent produces anything.
+      if (options.streaming === true) announce(run);
+      const { maxMessages, maxChars } = this.config.history;
+      const history = await readHistory(this.store, key, appended.message.sequence, maxMessages).catch(
+        rethrowStoreFailure,
       );
-    } catch (error) {
-      this.busy.delete(guardKey);
-      await this.coordinator.release(run);
-      throw storeFailure(error);
-    }
-    if (appended.duplicate) {
-      this.busy.delete(guardKey);
-      await this.coordinator.release(run);
-      return answerOfRetry(this.store, (taskId) => this.getTask(caller.tenant, taskId), key, appended.message);
-    }
-
-    const text = messageText(inbound);
-    rememberAppended(appended.message, inbound, text);
-    this.runs.set(scopedKey(caller.tenant, taskId), run);
-    if (options.beforeRun) {
-      try {
-        await options.beforeRun(run);
-      } catch (error) {
-        await this.failBeforeStart(run, error);
-        throw error;
-      }
-    }
-    // A stream's first event is its task, before the history is read or the agent produces anything.
-    if (options.streaming === true) announce(run);
-    let history: HistoryEntry[];
-    try {
-      history = await readHistory(this.store, key, appended.message.sequence, this.config.history.maxMessages);
-    } catch (error) {
-      this.leave(run);
-      await this.coordinator.release(run);
-      throw storeFailure(error);
-    }
-    const turn = new EngineTurn(
-      run,
-      {
-        tenant: caller.tenant,
-        contextId,
-        taskId,
-        message: stored,
-        text,
-        history,
-        hops: meta.hops,
-        chain,
-        streaming: options.streaming === true,
-      },
-      this.config.history.maxChars,
-    );
-    if (this.wrapTurn) void this.wrapTurn(run, agent.name, () => runTurn(this.turn, agent, run, turn));
-    else void runTurn(this.turn, agent, run, turn);
+      const turn = new EngineTurn(
+        run,
+        {
+          tenant: caller.tenant,
+          contextId,
+          taskId,
+          message: stored,
+          text,
+          history,
+          hops: meta.hops,
+          chain,
+          streaming: options.streaming === true,
+        },
+        maxChars,
+      );
+      this.startTurn(claim, agent, turn);
+      return undefined;
+    });
+    // A true retry of a message whose turn has ended, answered once the claim is released.
+    if (retried) return answerOfRetry(this.store, (id) => this.getTask(caller.tenant, id), key, retried);
     return { kind: "run", run, attached: false };
   }
 
-  /** Ends a task whose setup failed before its agent ran, so it does not stay SUBMITTED. */
-  private async failBeforeStart(run: TaskRun, error: unknown): Promise<void> {
-    const why = error instanceof Error ? error.message : String(error);
-    setStatus(run.task, TaskState.FAILED, `the task could not start: ${why}`);
-    await this.store
-      .putTask(taskRecord(run.tenant, run.task), this.coordinator.writeOptions(run))
-      .catch((cause: unknown) => {
-        this.logger.error({ taskId: run.taskId, err: cause }, "could not record a task that failed to start");
-      });
-    this.leave(run);
-    await this.coordinator.finish(run);
-    run.end();
+  /** Runs the turn (inside wrapTurn's span): from its start, the turn's end releases the claim. */
+  private startTurn(claim: SendClaim, agent: Agent, turn: EngineTurn): void {
+    const work = () => runTurn(this.turn, agent, claim.handOver(), turn);
+    const running = this.wrapTurn ? this.wrapTurn(claim.run, agent.name, work) : work();
+    void running.catch((error: unknown) => {
+      this.logger.error({ taskId: claim.run.taskId, err: error }, "a turn failed outside its agent");
+    });
   }
 
   private async continuableTask(tenant: string, taskId: string, contextId: string): Promise<Task> {
@@ -395,28 +305,6 @@ export class Engine {
     return clone(TaskSchema, task);
   }
 
-  /** Frees the run's busy guard and its place in the run table. */
-  private leave(run: TaskRun): void {
-    const guardKey = scopedKey(run.tenant, run.contextId);
-    if (this.busy.get(guardKey) === run) {
-      this.busy.delete(guardKey);
-      if (!run.finished) {
-        this.ending.set(guardKey, run);
-        void run.settled.then(() => {
-          if (this.ending.get(guardKey) === run) this.ending.delete(guardKey);
-        });
-      }
-    }
-    this.runs.delete(scopedKey(run.tenant, run.taskId));
-  }
-
-  /** Makes a running task visible (TaskRun.visible) while it runs: someone outside the engine now knows of it. */
-  private reveal(run: TaskRun): void {
-    if (run.visible) return;
-    run.visible = true;
-    this.coordinator.shown(run);
-  }
-
   /**
    * Makes the running tasks of a tenant (of one context, when given) that
    * the store holds only as turn-in-flight records (TaskRun.storedHidden)
@@ -425,15 +313,12 @@ export class Engine {
    */
   async revealRunning(tenant: string, contextId?: string): Promise<void> {
     const writes: Promise<void>[] = [];
-    for (const run of this.runs.values()) {
-      if (!run.storedHidden || run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) {
-        continue;
-      }
-      this.reveal(run);
-      run.storedHidden = false;
-      const written = this.store.putTask(taskRecord(tenant, run.task), this.coordinator.writeOptions(run));
+    for (const run of this.table.values()) {
+      if (run.tenant !== tenant || (contextId !== undefined && run.contextId !== contextId)) continue;
+      const record = revealStored(run, this.coordinator);
+      if (!record) continue;
       writes.push(
-        written.catch((error: unknown) => {
+        this.store.putTask(record, this.coordinator.writeOptions(run)).catch((error: unknown) => {
           this.logger.warn({ taskId: run.taskId, err: error }, "could not record a running task for a listing");
         }),
       );
@@ -453,7 +338,7 @@ export class Engine {
       // Named by id (SubscribeToTask): like getTask, this makes a hidden turn's task outlive it, so the
       // subscriber sees its end in the event log even when the agent answers with a Message; and its
       // task at once, even while the agent has produced nothing yet.
-      this.reveal(live);
+      reveal(live, this.coordinator);
       announce(live);
       return { state: live.task.status?.state ?? TaskState.UNSPECIFIED, contextId: live.contextId };
     }
@@ -466,7 +351,7 @@ export class Engine {
     const live = this.liveRun(tenant, taskId);
     if (live) {
       // Asked for by id (GetTask, SubscribeToTask, a push config): the task outlives its turn whatever it answers.
-      this.reveal(live);
+      reveal(live, this.coordinator);
       return clone(TaskSchema, live.task);
     }
     if (taskId === "" || Buffer.byteLength(taskId) > idLimits.taskId) return undefined;
@@ -478,7 +363,7 @@ export class Engine {
   async cancel(tenant: string, taskId: string): Promise<Task> {
     const live = this.liveRun(tenant, taskId);
     if (live && !live.finished) {
-      this.reveal(live);
+      reveal(live, this.coordinator);
       live.cancel("canceled");
       await live.settled;
       return clone(TaskSchema, live.task);
@@ -505,14 +390,19 @@ export class Engine {
    */
   async shutdown(graceMs: number): Promise<void> {
     this.accepting = false;
-    const pending = [...this.runs.values()];
+    const pending = [...this.table.values()];
     if (pending.length === 0) return;
     const all = Promise.all(pending.map((r) => r.settled));
     let timer: NodeJS.Timeout | undefined;
     await Promise.race([all, new Promise((resolve) => (timer = setTimeout(resolve, graceMs)))]);
     clearTimeout(timer);
-    for (const run of this.runs.values())
+    for (const run of this.table.values())
       run.interrupt(`the server shut down and its grace of ${graceMs} ms (shutdownGraceMs) ran out`);
     await all;
   }
+}
+
+/** A store failure as the caller is told it. */
+function rethrowStoreFailure(error: unknown): never {
+  throw storeFailure(error);
 }

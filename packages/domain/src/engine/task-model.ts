@@ -35,22 +35,13 @@ import {
  * coordinators.
  */
 
-/** How a task record is written: see TaskRecord.created and TaskRecord.hidden. */
+/** How a task record is written: see TaskRecord.created (a hidden turn's record is hidden-turn.ts's). */
 export interface TaskRecordFlags {
   readonly created?: true;
-  readonly hidden?: true;
 }
 
-/**
- * The store record of a task (its state and timestamp indexed, the task itself encoded).
- *
- * The encoding of a hidden task's record is made when the store first reads it: a backend that keeps hidden
- * tasks apart (LevelDB) never does, and encoding the whole task for it, at a turn's start and end, was a quarter
- * of the bytes a Message-reply turn allocated (measured). The task must not change until the write settles: the
- * engine awaits each such write before it changes the task again.
- */
+/** The store record of a task (its state and timestamp indexed, the task itself encoded). */
 export function taskRecord(tenant: string, task: Task, flags?: TaskRecordFlags): TaskRecord {
-  if (flags?.hidden) return new HiddenTaskRecord(tenant, task, flags.created);
   const stamp = task.status?.timestamp;
   return {
     tenant,
@@ -61,36 +52,6 @@ export function taskRecord(tenant: string, task: Task, flags?: TaskRecordFlags):
     ...flags,
     payload: encodeTask(task),
   };
-}
-
-/**
- * A hidden task's record, its payload a getter on the class: Object.defineProperty on a literal cost about
- * 1.5 us per record (twice per turn), a class instance 0.1 (measured).
- */
-class HiddenTaskRecord implements TaskRecord {
-  readonly taskId: string;
-  readonly contextId: string;
-  readonly state: number;
-  readonly updatedAt: number;
-  readonly hidden = true;
-  private encoded: Uint8Array | undefined;
-
-  constructor(
-    readonly tenant: string,
-    private readonly task: Task,
-    readonly created: true | undefined,
-  ) {
-    const stamp = task.status?.timestamp;
-    this.taskId = task.id;
-    this.contextId = task.contextId;
-    this.state = task.status?.state ?? TaskState.UNSPECIFIED;
-    this.updatedAt = stamp ? timestampMs(stamp) : Date.now();
-  }
-
-  get payload(): Uint8Array {
-    this.encoded ??= encodeTask(this.task);
-    return this.encoded;
-  }
 }
 
 /**

@@ -18,8 +18,10 @@ import { withChainReport } from "../chain/chain-budget.js";
 import { ChainRefusedError } from "../chain/chain-refusal.js";
 import { messageText } from "../thread/history.js";
 import { parleyMetadataKey } from "../thread/parley-metadata.js";
+import { endsHidden, outcomeRecord, shownWhileEnding } from "./hidden-turn.js";
 import { rememberAppended } from "./history-read.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
+import type { TurnHold } from "./send-claim.js";
 import { encodeMessage } from "./task-encoding.js";
 import {
   agentMessage,
@@ -29,7 +31,6 @@ import {
   publishArtifact,
   setStatus,
   statusEvent,
-  taskRecord,
 } from "./task-model.js";
 import { RunStop, type TaskRun } from "./task-run.js";
 import { partsArtifact, partsMessage, streamResponse, taskStatus, textPart, timestampNow } from "./turn-messages.js";
@@ -44,17 +45,17 @@ export interface TurnContext {
   readonly logger: Logger;
   /** limits.agentStepTimeoutMs */
   readonly agentStepTimeoutMs: number;
-  /** Frees the run's place in the engine (its busy guard): called once its outcome is stored. */
-  readonly leave: (run: TaskRun) => void;
 }
 
 /**
  * Runs one turn of an agent to its end: publishes the task's events as the
  * agent produces them, stores the outcome (reply and final task in one
- * batch), frees the context, then publishes the final event and ends the run.
- * Never throws: every failure ends the task FAILED (or CANCELED on request).
+ * batch), frees the busy guard, then publishes the final event and ends the run
+ * (`hold.end`: the lease too). Never throws: every failure ends the task FAILED
+ * (or CANCELED on request).
  */
-export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn: AgentTurn): Promise<void> {
+export async function runTurn(ctx: TurnContext, agent: Agent, hold: TurnHold, turn: AgentTurn): Promise<void> {
+  const run = hold.run;
   const timeoutMs = ctx.agentStepTimeoutMs;
   const timer = setTimeout(
     () => run.abort(new Error(`agent ${agent.name} did not finish within ${timeoutMs} ms (limits.agentStepTimeoutMs)`)),
@@ -162,7 +163,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     if (silent) task.metadata[parleyMetadataKey] = { silent: true };
     if (directReply) {
       directReply.metadata = withChainReport(directReply.metadata, turn.chain);
-      await recordEnd(ctx, run, messageOutcome(ctx, run, directReply));
+      await recordEnd(ctx, hold, messageOutcome(ctx, run, directReply));
       return;
     }
     start(false);
@@ -183,7 +184,7 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     const final = statusEvent(task);
     if (final.payload.case === "statusUpdate") final.payload.value.metadata = task.metadata;
     // The final event is logged with the outcome where the store can (one batch), and published once it landed.
-    await recordEnd(ctx, run, {
+    await recordEnd(ctx, hold, {
       last: final,
       persist: (retry) => persistOutcome(ctx, run, reply, false, retry, final),
     });
@@ -192,12 +193,11 @@ export async function runTurn(ctx: TurnContext, agent: Agent, run: TaskRun, turn
     // Its waiters must not see the outcome that was not stored (a restart finds the task unfinished and fails it).
     const cause = error instanceof StoreError ? error.message : "a store failure (the cause is in the server log)";
     setStatus(task, TaskState.FAILED, `the end of this task could not be stored: ${cause}`);
-    ctx.leave(run);
+    hold.leave();
     run.publish(statusEvent(task));
   } finally {
     // The run's last event is durable and its context free before anyone sees it end.
-    await ctx.coordinator.finish(run);
-    run.end();
+    await hold.end();
   }
 }
 
@@ -227,12 +227,13 @@ interface Outcome {
  * left to whoever takes the context over (the task ends FAILED), and the run's streams get the stored end once it
  * is there. So no run leaves its task unfinished, whatever the database did.
  */
-async function recordEnd(ctx: TurnContext, run: TaskRun, outcome: Outcome): Promise<void> {
+async function recordEnd(ctx: TurnContext, hold: TurnHold, outcome: Outcome): Promise<void> {
+  const run = hold.run;
   let failingSince: number | undefined;
   for (let attempt = 1; ; attempt++) {
     try {
       await outcome.persist(attempt > 1);
-      ctx.leave(run);
+      hold.leave();
       run.publish(outcome.last);
       return;
     } catch (error) {
@@ -253,7 +254,7 @@ async function recordEnd(ctx: TurnContext, run: TaskRun, outcome: Outcome): Prom
       );
       const stored = await ctx.coordinator.abandon(run, error, () => run.interrupted);
       if (stored?.status) run.task.status = stored.status;
-      ctx.leave(run);
+      hold.leave();
       run.publish(statusEvent(run.task));
       return;
     }
@@ -267,7 +268,7 @@ function messageOutcome(ctx: TurnContext, run: TaskRun, reply: Message): Outcome
   task.status = taskStatus(TaskState.COMPLETED, timestampNow(), reply);
   // Nobody was shown the task: it ends with the reply (its turn-in-flight record removed), and a retry
   // of the message is answered with the reply from the thread.
-  const hidden = !run.visible;
+  const hidden = endsHidden(run);
   const last = streamResponse({ case: "message", value: reply });
   return {
     last,
@@ -275,9 +276,8 @@ function messageOutcome(ctx: TurnContext, run: TaskRun, reply: Message): Outcome
       // A hidden task's reply is never logged (nobody can follow the task); a visible one's is, with the outcome.
       await persistOutcome(ctx, run, reply, hidden, retry, hidden ? undefined : last);
       // Someone asked for the task while its end was being written: it stays, COMPLETED.
-      if (hidden && run.visible) {
-        await ctx.store.putTask(taskRecord(run.tenant, task), ctx.coordinator.writeOptions(run));
-      }
+      const kept = shownWhileEnding(run, hidden);
+      if (kept) await ctx.store.putTask(kept, ctx.coordinator.writeOptions(run));
     },
   };
 }
@@ -294,13 +294,7 @@ async function persistOutcome(
   retry: boolean,
   last?: StreamResponse,
 ): Promise<void> {
-  // A turn that ends as a task hands its caller the task: from now on it is visible. Not ReplicaCoordinator.shown:
-  // nobody followed the run while it ran, so a coordinator may leave out of the log what nobody will read.
-  if (!hidden) {
-    run.visible = true;
-    run.storedHidden = false;
-  }
-  const record = taskRecord(run.tenant, run.task, hidden ? { hidden } : undefined);
+  const record = outcomeRecord(run, hidden);
   if (!last) return writeOutcome(ctx, run, reply, record, retry, ctx.coordinator.writeOptions(run));
   return ctx.coordinator.finalWrite(run, last, (fenced) => writeOutcome(ctx, run, reply, record, retry, fenced));
 }
