@@ -2,7 +2,7 @@
 // events gather into fewer appends than events, in seq order; the run's last event is written at once; the final
 // write carries what gathered; a hidden run is logged only once shown; a lost lease writes nothing more.
 import { TaskState } from "@parley/proto";
-import type { TaskEvent, TaskEventLog } from "@parley/store";
+import type { TaskEvent, TaskEventLog } from "@parley/store/backends";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TaskRun } from "../src/engine/task-run.js";

@@ -1,7 +1,8 @@
 // The lease keeper on real LevelDB leases and real timers: two keepers on one lease table are two replicas. A held
 // lease is renewed before it expires and stays out of a second replica's reach; a lease another replica took over
 // is lost and its run stopped; failing renewals are waited out for the outage tolerance, and no longer.
-import { type ContextLeases, StoreError } from "@parley/store";
+import { StoreError } from "@parley/store";
+import type { ContextLeases } from "@parley/store/backends";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { RunStop, type TaskRun } from "../src/engine/task-run.js";

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { createLevelThreadStore } from "../dist/index.js";
+import { createLevelThreadStore } from "../dist/backends.js";
 
 const PAYLOAD_BYTES = 256;
 // The bulk fills use small payloads: they set up thread sizes, they do not measure writes.

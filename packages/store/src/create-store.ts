@@ -3,7 +3,7 @@ import { fenceLevelStore } from "./level/level-fenced-store.js";
 import { createLevelLeases } from "./level/level-leases.js";
 import { createLevelThreadStore } from "./level/level-thread-store.js";
 import { createPostgresBackend, type PostgresBackend } from "./postgres/pg-backend.js";
-import type { LevelBackend, StoreHealth } from "./types.js";
+import type { LevelBackend, StoreHealth } from "./replica-types.js";
 
 export interface CreateStoreOptions {
   /** A postgres:// (or postgresql://) URL selects PostgreSQL; anything else is a LevelDB directory. */

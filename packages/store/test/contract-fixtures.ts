@@ -1,5 +1,6 @@
 import { afterEach } from "vitest";
-import type { ConversationEvent, ConversationRecord, StoreBackend, TaskEvent, ThreadKey } from "../src/index.js";
+import type { TaskEvent } from "../src/backends.js";
+import type { ConversationEvent, ConversationRecord, StoreBackend, ThreadKey } from "../src/index.js";
 import { text } from "./helpers.js";
 
 export const key: ThreadKey = { tenant: "acme", contextId: "ctx-1" };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { StoreBackend, TaskEvent } from "../src/index.js";
+import type { TaskEvent } from "../src/backends.js";
+import type { StoreBackend } from "../src/index.js";
 import { event, key, msg, openedBackends, task } from "./contract-fixtures.js";
 
 async function collect(iterable: AsyncIterable<TaskEvent>): Promise<number[]> {

@@ -1,6 +1,7 @@
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
-import { createLevelThreadStore, type StoredMessage, threadDigest } from "../src/index.js";
+import { createLevelThreadStore } from "../src/backends.js";
+import { type StoredMessage, threadDigest } from "../src/index.js";
 import { spawnFixture } from "./child.js";
 import { tempDir } from "./helpers.js";
 

@@ -3,12 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ClassicLevel } from "classic-level";
 import { afterEach } from "vitest";
-import {
-  createLevelThreadStore,
-  type LevelThreadStore,
-  type LevelThreadStoreOptions,
-  type TaskRecord,
-} from "../src/index.js";
+import { createLevelThreadStore, type LevelThreadStoreOptions } from "../src/backends.js";
+import type { LevelThreadStore, TaskRecord } from "../src/index.js";
 import { SEAL_TAG } from "../src/level/level-seal.js";
 
 const cleanups: Array<() => Promise<void>> = [];

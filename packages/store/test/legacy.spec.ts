@@ -1,6 +1,7 @@
 import { Level } from "level";
 import { describe, expect, it } from "vitest";
-import { createLevelThreadStore, threadDigest } from "../src/index.js";
+import { createLevelThreadStore } from "../src/backends.js";
+import { threadDigest } from "../src/index.js";
 import { manualClock, tempDir, text, unsealStore } from "./helpers.js";
 
 const enc = (s: string) => new TextEncoder().encode(s);

@@ -1,6 +1,7 @@
 import { ClassicLevel } from "classic-level";
 import { describe, expect, it } from "vitest";
-import { createStore, type StoreBackend, type TaskEvent, type ThreadKey } from "../src/index.js";
+import type { TaskEvent } from "../src/backends.js";
+import { createStore, type StoreBackend, type ThreadKey } from "../src/index.js";
 import { manualClock, readsDuring, tempDir, text, unsealStore } from "./helpers.js";
 
 // The LevelDB backend's task event log is durable: what the contract suite checks in one process must also

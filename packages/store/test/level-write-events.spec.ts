@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createStore, type TaskEvent, type ThreadKey } from "../src/index.js";
+import type { TaskEvent } from "../src/backends.js";
+import { createStore, type ThreadKey } from "../src/index.js";
 import { task, tempDir, text } from "./helpers.js";
 
 // A run's last events ride in its final store write (WriteOptions.events) on LevelDB: one batch lands the

@@ -1,7 +1,8 @@
 import { symlink } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createLevelThreadStore, StoreError } from "../src/index.js";
+import { createLevelThreadStore } from "../src/backends.js";
+import { StoreError } from "../src/index.js";
 import { spawnFixture } from "./child.js";
 import { openStore, tempDir, text } from "./helpers.js";
 

@@ -3,7 +3,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresBackend } from "../src/index.js";
+import { createPostgresBackend } from "../src/backends.js";
 import { adminUrl, createTestDatabase } from "./pg-helpers.js";
 
 let database: Awaited<ReturnType<typeof createTestDatabase>>;

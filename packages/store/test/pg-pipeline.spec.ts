@@ -3,7 +3,8 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresBackend, isDatabaseUnavailable, type PostgresBackend } from "../src/index.js";
+import { createPostgresBackend } from "../src/backends.js";
+import { isDatabaseUnavailable, type PostgresBackend } from "../src/index.js";
 import { adminUrl, createTestDatabase, type TestDatabase } from "./pg-helpers.js";
 
 let database: TestDatabase;

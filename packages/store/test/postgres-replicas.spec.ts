@@ -1,14 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createPostgresBackend,
-  createStore,
-  type LeaseGrant,
-  migrations,
-  type PostgresBackend,
-  type TaskEvent,
-  type TaskRecord,
-} from "../src/index.js";
+import { createPostgresBackend, type LeaseGrant, migrations, type TaskEvent } from "../src/backends.js";
+import { createStore, type PostgresBackend, type TaskRecord } from "../src/index.js";
 import { text } from "./helpers.js";
 import { createTestDatabase } from "./pg-helpers.js";
 

@@ -1,7 +1,8 @@
 // The LevelDB store's thread filter: a new conversation's append reads nothing once the stored threads are known,
 // and no stored thread is ever missed (a retry is still a retry), before, during or after the scan at open.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createLevelThreadStore, type LevelThreadStore } from "../src/index.js";
+import { createLevelThreadStore } from "../src/backends.js";
+import type { LevelThreadStore } from "../src/index.js";
 import { readsDuring, tempDir, text } from "./helpers.js";
 
 const input = (messageId: string) => ({

@@ -1,11 +1,7 @@
 import { readdir } from "node:fs/promises";
 import { describe, expect, it } from "vitest";
-import {
-  createLevelThreadStore,
-  DEFAULT_WRITE_BUFFER_BYTES,
-  MAX_WRITE_BUFFER_BYTES,
-  MIN_WRITE_BUFFER_BYTES,
-} from "../src/index.js";
+import { createLevelThreadStore } from "../src/backends.js";
+import { DEFAULT_WRITE_BUFFER_BYTES, MAX_WRITE_BUFFER_BYTES, MIN_WRITE_BUFFER_BYTES } from "../src/index.js";
 import { tempDir, text } from "./helpers.js";
 
 const key = { tenant: "t", contextId: "c" };

@@ -12,7 +12,8 @@ import {
   TaskSchema,
   TaskState,
 } from "@parley/proto";
-import { type FencedThreadStore, idLimits, type ThreadKey } from "@parley/store";
+import { idLimits, type ThreadKey } from "@parley/store";
+import type { FencedThreadStore } from "@parley/store/backends";
 import type { Logger } from "pino";
 import type { Agent } from "../agent/agent.js";
 import type { ChainGuard } from "../chain/chain-guard.js";

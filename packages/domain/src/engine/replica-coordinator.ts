@@ -1,5 +1,5 @@
 import type { StreamResponse, Task } from "@parley/proto";
-import type { WriteOptions } from "@parley/store";
+import type { WriteOptions } from "@parley/store/backends";
 import type { TaskRun } from "./task-run.js";
 
 /**

@@ -1,5 +1,5 @@
 import { TaskState } from "@parley/proto";
-import type { FencedThreadStore } from "@parley/store";
+import type { FencedThreadStore } from "@parley/store/backends";
 import type { Logger } from "pino";
 import { storeFailure } from "../errors.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";

@@ -1,4 +1,4 @@
-import type { FencedThreadStore } from "@parley/store";
+import type { FencedThreadStore } from "@parley/store/backends";
 import type { Logger } from "pino";
 import { recoveredRecord } from "./hidden-turn.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";

@@ -11,7 +11,8 @@ import {
   type StreamResponse,
   TaskState,
 } from "@parley/proto";
-import { type FencedThreadStore, StoreError, type TaskRecord, type WriteOptions } from "@parley/store";
+import { StoreError, type TaskRecord } from "@parley/store";
+import type { FencedThreadStore, WriteOptions } from "@parley/store/backends";
 import type { Logger } from "pino";
 import type { Agent, AgentEvent, AgentTurn } from "../agent/agent.js";
 import { withChainReport } from "../chain/chain-budget.js";

@@ -1,5 +1,6 @@
 import type { StreamResponse } from "@parley/proto";
-import { StoreError, type TaskEvent, type TaskEventLog, type WriteOptions } from "@parley/store";
+import { StoreError } from "@parley/store";
+import type { TaskEvent, TaskEventLog, WriteOptions } from "@parley/store/backends";
 import { encodeLoggedEvent } from "../engine/logged-events.js";
 import type { TaskRun } from "../engine/task-run.js";
 import { defaultOutageToleranceMs, lostLease, maxStoreTries, type RunLease } from "./lease-keeper.js";

@@ -1,6 +1,6 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { type StreamResponse, type Task, TaskSchema } from "@parley/proto";
-import type { ContextLeases, FencedThreadStore, TaskEventLog, WriteOptions } from "@parley/store";
+import type { ContextLeases, FencedThreadStore, TaskEventLog, WriteOptions } from "@parley/store/backends";
 import type { Logger } from "pino";
 import type { ReplicaCoordinator } from "../engine/replica-coordinator.js";
 import { isCutOffByLostRun } from "../engine/task-model.js";

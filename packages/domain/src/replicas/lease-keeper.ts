@@ -1,11 +1,5 @@
-import {
-  type ContextLeases,
-  type Fence,
-  type LeaseGrant,
-  StoreError,
-  type ThreadKey,
-  type WriteOptions,
-} from "@parley/store";
+import { StoreError, type ThreadKey } from "@parley/store";
+import type { ContextLeases, Fence, LeaseGrant, WriteOptions } from "@parley/store/backends";
 import type { Logger } from "pino";
 import type { TaskRun } from "../engine/task-run.js";
 import { contextBusy } from "../errors.js";

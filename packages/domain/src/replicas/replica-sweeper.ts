@@ -1,4 +1,5 @@
-import type { ContextLeases, Fence, TaskEventLog, ThreadKey } from "@parley/store";
+import type { ThreadKey } from "@parley/store";
+import type { ContextLeases, Fence, TaskEventLog } from "@parley/store/backends";
 import type { Logger } from "pino";
 
 export interface ReplicaSweeperOptions {

@@ -10,7 +10,7 @@ import {
   StreamResponseSchema,
   TaskState,
 } from "@parley/proto";
-import type { TaskEventLog } from "@parley/store";
+import type { TaskEventLog } from "@parley/store/backends";
 import type { Engine } from "../engine/engine.js";
 import { decodeLoggedEvent } from "../engine/logged-events.js";
 import { createTypedError, deadlinePassed, invalidArgument, requireSubscribable, taskNotFound } from "../errors.js";

@@ -1,6 +1,7 @@
 import { fromBinary } from "@bufbuild/protobuf";
 import { isTerminalState, type Task, TaskSchema, TaskState } from "@parley/proto";
-import type { ContextLeases, Fence, FencedThreadStore, TaskEvent, TaskEventLog, ThreadKey } from "@parley/store";
+import type { ThreadKey } from "@parley/store";
+import type { ContextLeases, Fence, FencedThreadStore, TaskEvent, TaskEventLog } from "@parley/store/backends";
 import type { Logger } from "pino";
 import { decodeLoggedEvent, encodeLoggedEvent } from "../engine/logged-events.js";
 import { interruptedStatus, isCutOffByLostRun, setStatus, statusEvent, taskRecord } from "../engine/task-model.js";

@@ -19,13 +19,13 @@ import {
   type ThreadService,
 } from "@parley/proto";
 import type {
-  ContextLeases,
   ImportedMessage,
   Provenance as StoredProvenance,
   TaskRecord,
   ThreadKey,
   ThreadStore,
 } from "@parley/store";
+import type { ContextLeases } from "@parley/store/backends";
 import { callerOf } from "../interceptors/caller-interceptor.js";
 import { provenances, threadFromMeta } from "./thread-wire.js";
 

@@ -1,4 +1,5 @@
-import { StoreError, type TaskEvent } from "../types.js";
+import type { TaskEvent } from "../replica-types.js";
+import { StoreError } from "../types.js";
 import { checkId } from "./ids.js";
 
 /** Validates a batch: consecutive seqs starting right after `last`, byte payloads. */

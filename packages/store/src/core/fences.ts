@@ -1,5 +1,7 @@
 // The fencing rules every backend with leases applies to a write that carries a fence.
-import { type Fence, StoreError } from "../types.js";
+
+import type { Fence } from "../replica-types.js";
+import { StoreError } from "../types.js";
 
 /** A fence guards writes to its own context only. */
 export function checkFenceFor(fence: Fence | undefined, tenant: string, contextId: string): void {

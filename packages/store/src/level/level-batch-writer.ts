@@ -1,5 +1,5 @@
 import { u64 } from "../core/bytes.js";
-import type { CommitStats } from "../types.js";
+import type { CommitStats } from "../replica-types.js";
 import type { LevelHealth } from "./level-health.js";
 import { type BatchOp, COMMIT_KEY, type Db } from "./level-keys.js";
 

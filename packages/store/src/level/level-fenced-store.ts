@@ -1,9 +1,9 @@
 import { checkFenceFor } from "../core/fences.js";
+import type { FencedThreadStore, WriteOptions } from "../replica-types.js";
 import type {
   AppendInput,
   AppendResult,
   DeleteThreadOptions,
-  FencedThreadStore,
   ListTasksQuery,
   MessagePage,
   PageOrder,
@@ -14,7 +14,6 @@ import type {
   ThreadKey,
   ThreadMeta,
   ThreadPage,
-  WriteOptions,
 } from "../types.js";
 import type { LevelEventLog, PreparedEvents } from "./level-event-log.js";
 import type { LevelLeases } from "./level-leases.js";

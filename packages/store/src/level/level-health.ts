@@ -1,5 +1,7 @@
 // Whether the LevelDB store may acknowledge writes, and why not: the state behind readiness and the writes' errors.
-import { StoreError, type StoreHealth } from "../types.js";
+
+import type { StoreHealth } from "../replica-types.js";
+import { StoreError } from "../types.js";
 
 /** What a failed write's error says, in words a client may see (no path, no LevelDB text). */
 export function writeFailureCondition(error: unknown): string {

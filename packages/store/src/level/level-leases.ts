@@ -2,16 +2,8 @@ import { threadDigest } from "../core/digests.js";
 import { fencedError } from "../core/fences.js";
 import { checkTtl } from "../core/lease-checks.js";
 import { RecentMap } from "../core/recent-map.js";
-import {
-  type ContextLeases,
-  type ExpiredLease,
-  type Fence,
-  type LeaseGrant,
-  type LeaseHolder,
-  type RenewResult,
-  StoreError,
-  type ThreadKey,
-} from "../types.js";
+import type { ContextLeases, ExpiredLease, Fence, LeaseGrant, LeaseHolder, RenewResult } from "../replica-types.js";
+import { StoreError, type ThreadKey } from "../types.js";
 
 export interface LevelLeasesOptions {
   /** A monotonic clock in milliseconds; performance.now by default, so wall-clock jumps never end a lease. */

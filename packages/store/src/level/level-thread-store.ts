@@ -7,16 +7,15 @@ import type { ConversationStore } from "../conversation-types.js";
 import { bindJobs } from "../core/bind-jobs.js";
 import { u64 } from "../core/bytes.js";
 import { taskHash } from "../core/digests.js";
+import type { CommitStats, StoreHealth } from "../replica-types.js";
 import {
   type AppendInput,
   type AppendResult,
-  type CommitStats,
   type DeleteThreadOptions,
   type DeleteThreadResult,
   type RetentionQuery,
   type RetentionResult,
   StoreError,
-  type StoreHealth,
   type TaskRecord,
   type ThreadKey,
   type ThreadMeta,

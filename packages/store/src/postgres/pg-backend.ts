@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { hostname } from "node:os";
 import pg from "pg";
-import { type ReplicaBackend, StoreError } from "../types.js";
+import type { ReplicaBackend } from "../replica-types.js";
+import { StoreError } from "../types.js";
 import { migrate } from "./migrations.js";
 import { createPgConversations } from "./pg-conversations.js";
 import { createPgEventLog } from "./pg-event-log.js";

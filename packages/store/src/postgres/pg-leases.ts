@@ -1,13 +1,7 @@
 import { checkId } from "../core/ids.js";
 import { checkTtl } from "../core/lease-checks.js";
-import {
-  type ContextLeases,
-  type ExpiredLease,
-  type LeaseGrant,
-  type LeaseHolder,
-  StoreError,
-  type ThreadKey,
-} from "../types.js";
+import type { ContextLeases, ExpiredLease, LeaseGrant, LeaseHolder } from "../replica-types.js";
+import { StoreError, type ThreadKey } from "../types.js";
 import { idBytes, idText, threadKeyOf } from "./pg-keys.js";
 import { controlChannel, type PgListener } from "./pg-listener.js";
 import type { PgPool } from "./pg-pipeline.js";

@@ -4,14 +4,8 @@ import { checkListTasks, checkTask, MAX_TIME } from "../core/checks.js";
 import { cursorKinds, encodeCursor } from "../core/cursors.js";
 import { checkFenceFor, fencedError } from "../core/fences.js";
 import { checkId } from "../core/ids.js";
-import {
-  type ListTasksQuery,
-  StoreError,
-  type TaskPage,
-  type TaskRecord,
-  terminalTaskStates,
-  type WriteOptions,
-} from "../types.js";
+import type { WriteOptions } from "../replica-types.js";
+import { type ListTasksQuery, StoreError, type TaskPage, type TaskRecord, terminalTaskStates } from "../types.js";
 import type { PgContext } from "./pg-context.js";
 import { asBuffer, idBytes, taskKeyOf, tenantKeyOf, threadKeyOf } from "./pg-keys.js";
 import { TASK_COLUMNS, type TaskRow, toTask } from "./pg-rows.js";

@@ -1,6 +1,7 @@
 // The PostgreSQL backend of ThreadStore: each job's module behind one closed-check.
 import { bindJobs } from "../core/bind-jobs.js";
-import { type FencedThreadStore, StoreError } from "../types.js";
+import type { FencedThreadStore } from "../replica-types.js";
+import { StoreError } from "../types.js";
 import type { PgContext } from "./pg-context.js";
 import type { PgPool } from "./pg-pipeline.js";
 import { pushConfigJobs } from "./pg-push-configs.js";

@@ -8,6 +8,7 @@ import { checkAppend, provenanceCodes } from "../core/checks.js";
 import { checkFenceFor, fencedError } from "../core/fences.js";
 import { checkId } from "../core/ids.js";
 import { checkTtl } from "../core/lease-checks.js";
+import type { WriteOptions } from "../replica-types.js";
 import {
   type AppendInput,
   type AppendResult,
@@ -15,7 +16,6 @@ import {
   StoreError,
   type TaskRecord,
   type ThreadKey,
-  type WriteOptions,
 } from "../types.js";
 import type { PgContext } from "./pg-context.js";
 import { asBuffer, idBytes, idText, taskKeyOf, tenantKeyOf, threadKeyOf } from "./pg-keys.js";

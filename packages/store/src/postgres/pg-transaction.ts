@@ -1,7 +1,7 @@
 // Transactions and fence checks of the PostgreSQL backend's writes.
 import type pg from "pg";
 import { fencedError } from "../core/fences.js";
-import type { Fence } from "../types.js";
+import type { Fence } from "../replica-types.js";
 import { isDatabaseUnavailable } from "./pg-errors.js";
 import { threadKeyOf } from "./pg-keys.js";
 import type { PgPool } from "./pg-pipeline.js";
