@@ -6,8 +6,8 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 /**
  * UTF-8 of `value` (a lone surrogate as U+FFFD, as TextEncoder writes it), in
  * Node's shared pool outside the JS heap like concatBytes. TextEncoder.encode
- * gives every call its own ArrayBuffer, which cost about 2.7x a pooled
- * Buffer.from for the short ids a send encodes about 20 times (measured).
+ * gives every call its own ArrayBuffer, which costs more than a pooled
+ * Buffer.from for the many short ids a send encodes.
  */
 export function encodeUtf8(value: string): Uint8Array {
   const pooled = Buffer.from(value, "utf8");
@@ -56,7 +56,7 @@ export function compareBytes(a: Uint8Array, b: Uint8Array): number {
 }
 
 /**
- * One-shot (no Hash object per call): every send hashes its thread, task, message id and payload (measured).
+ * One-shot (no Hash object per call): every send hashes its thread, task, message id and payload.
  * As hex, then its bytes: see sha256Hex.
  */
 export function sha256(data: Uint8Array): Uint8Array {
@@ -64,8 +64,8 @@ export function sha256(data: Uint8Array): Uint8Array {
 }
 
 /**
- * SHA-256 of bytes or of a string's UTF-8, as lowercase hex. A string result costs about half of a Buffer one
- * (0.5-0.6 against 1.0-1.5 us for a short input, measured): node:crypto makes a Buffer outside its pool.
+ * SHA-256 of bytes or of a string's UTF-8, as lowercase hex. A string result costs less than a Buffer one:
+ * node:crypto makes a Buffer outside its pool.
  */
 export function sha256Hex(data: string | Uint8Array): string {
   return hash("sha256", data, "hex");
@@ -85,9 +85,9 @@ let longLivedOffset = 0;
 /**
  * The bytes of lowercase hex, for bytes that are kept (the cached digests of digests.ts): cut from slabs of
  * their own, not Node's shared pool. A slice of the pool keeps its whole 8 KB slab alive, and the pool hands out
- * a send's short-lived keys and records in between, so the few digests a send caches kept slabs of garbage alive:
- * 1 042 slabs (8.5 MB outside the JS heap) after 3 000 sends in a heap snapshot, 41 MB after 5 000 streams. These
- * slabs hold only such bytes, made one after the other, so a cache generation evicted at once frees its slabs.
+ * a send's short-lived keys and records in between, so the few digests a send caches would keep slabs of garbage
+ * alive outside the JS heap. These slabs hold only such bytes, made one after the other, so a cache generation
+ * evicted at once frees its slabs.
  */
 export function longLivedFromHex(hex: string): Uint8Array {
   const length = hex.length >>> 1;
@@ -147,9 +147,8 @@ export function utf8FieldsLength(fields: readonly string[]): number {
 /**
  * Writes a key or record of a known length into one buffer from Node's shared
  * pool (outside the JS heap, like concatBytes), field after field: the numbers
- * go in place instead of each becoming its own Uint8Array first. A send
- * encoded about 20 such parts (u64s, version bytes, length-prefixed ids) only
- * to copy them into the whole, about 5 KB of garbage per send (measured).
+ * go in place instead of each becoming its own Uint8Array first, garbage as
+ * soon as it is copied into the whole.
  * `done` checks that exactly `length` bytes were written.
  */
 export class ByteWriter {

@@ -6,9 +6,9 @@
  *
  * Why not one Map evicting with `delete(map.keys().next().value)`: V8 leaves a
  * deleted entry as a hole that every new iterator walks past until the table
- * is rehashed, so evicting the oldest entry of a full cache walked up to
- * thousands of holes per insert, about 1 us against 0.1 (measured); a send
- * inserts into several such caches.
+ * is rehashed, so evicting the oldest entry of a full cache walks the holes
+ * of the earlier evictions on every insert; a send inserts into several such
+ * caches.
  */
 export class RecentMap<K, V> {
   private newer = new Map<K, V>();

@@ -61,9 +61,8 @@ export interface LevelContext {
    * The digests of every thread the store holds (and of some it no longer
    * does), once `scanThreads` has read the stored ones: a new conversation's
    * append then needs no read to learn that its thread does not exist, a
-   * read that misses in every LevelDB level, and that cost more the larger the
-   * store (measured: 13.7 us per send on an empty store, 39.5 at 1 000 000
-   * threads). Sound for the same reason as the caches: every thread is created
+   * read that misses in every LevelDB level and costs more the larger the
+   * store. Sound for the same reason as the caches: every thread is created
    * in this process, and added here before its batch is written.
    */
   readonly threads: DigestFilter;
@@ -125,10 +124,10 @@ export async function scanThreads(ctx: LevelContext, stop: () => boolean): Promi
 const SCAN_CHUNK = 1_000;
 
 /**
- * Reads one small record synchronously. From LevelDB's cache that takes about
- * 2 us of the event loop, where the asynchronous get (thread-pool hop, snapshot,
- * promise) costs 7-10 us of it (measured); a read that misses the OS page
- * cache holds the loop for one disk read instead. Range reads stay asynchronous.
+ * Reads one small record synchronously: from LevelDB's cache that holds the
+ * event loop for less than the asynchronous get's thread-pool hop, snapshot
+ * and promise do; a read that misses the OS page cache holds it for one disk
+ * read instead. Range reads stay asynchronous.
  */
 export function pointRead(ctx: LevelContext, k: Uint8Array): Uint8Array | undefined {
   return ctx.db.getSync(k);

@@ -327,8 +327,8 @@ export function createLevelEventLog(options: LevelEventLogOptions): LevelEventLo
     startsEmpty(tenant, taskId) {
       open("startsEmpty");
       // What the head of an empty log reads as (lastSeq and latestRun as for no head at all), cached: the task's
-      // first append then checks its seqs against it instead of a point read that can only miss (about 7 us of
-      // the JavaScript thread per streamed turn under load, and a seek charged to a table per miss).
+      // first append then checks its seqs against it instead of a point read that can only miss (time on the
+      // JavaScript thread every streamed turn, and a seek charged to a table per miss).
       remember(digestHex(taskKey(tenant, taskId)), emptyHead);
     },
     subscribe(tenant, taskId, afterSeq, signal) {

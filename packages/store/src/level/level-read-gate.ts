@@ -2,12 +2,10 @@
  * At most `slots` LevelDB range reads open at once; the others wait here, before their iterator exists.
  *
  * Why: a LevelDB iterator pins the data blocks it has read until it is closed, and its close is queued on the
- * libuv pool behind every other read. A seek reads one block per level and per level-0 file, and such a block
- * can hold a multi-megabyte value of another table (a task record, a long reply) that does not fit LevelDB's
- * block cache, so each iterator reads its own copy in a pool thread. 100 SubscribeToTask calls arriving at once
- * opened 100 iterators that each held ~20 MB: the process's RSS jumped by 2 GB of glibc arena memory, which it
- * kept. The pool runs only a few reads at a time anyway (UV_THREADPOOL_SIZE, 4 by default), so waiting here
- * costs no throughput and bounds what open iterators hold to `slots` of them.
+ * libuv pool behind every other read. A seek's block can hold a multi-megabyte value of another table (a task
+ * record, a long reply) too large for LevelDB's block cache, so each iterator holds its own copy, and glibc keeps
+ * the arena memory a burst of them took. The pool runs only a few reads at a time anyway (UV_THREADPOOL_SIZE),
+ * so waiting here costs no throughput and bounds what open iterators hold to `slots` of them.
  */
 export interface ReadGate {
   run<T>(read: () => Promise<T>): Promise<T>;

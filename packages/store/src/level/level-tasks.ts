@@ -50,7 +50,7 @@ export function withTask<T>(ctx: LevelContext, task: TaskRecord, write: (ops: Ba
     const ops: BatchOp[] = [];
     if (hidden) {
       // What recovery needs of a turn cut off while hidden: its ids, state and time. Its task (the inbound
-      // message, SUBMITTED) is rebuilt from the thread, so the payload is not read (about 430 bytes less per turn).
+      // message, SUBMITTED) is rebuilt from the thread, so the payload is neither read nor stored.
       const { tenant, taskId, contextId, state, updatedAt } = task;
       ops.push(
         terminal

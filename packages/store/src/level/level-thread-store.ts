@@ -79,9 +79,8 @@ export const MAX_WRITE_BUFFER_BYTES = 1024 * 1024 * 1024;
 /**
  * 32 MiB, not LevelDB's 4 MiB. Keys are hashed, so every table a full buffer becomes spans the whole key
  * range and is merged with all of level 1 when it is compacted: the larger the buffer, the more turns each
- * such merge carries. Over 190 000 bridge sends (the store grown to about 150 MB), LevelDB's compaction
- * thread spent 135 us per send in the last 8 s block at 4 MiB, 68 at 16 MiB and 43 at 32 MiB; at 64 MiB,
- * 30, with the libuv pool's inserts into the larger table up from 10 to 22 us (measured with bench/turn-cost.mjs).
+ * such merge carries. Past this size compaction gains little and the inserts into the larger table slow
+ * down (bench/turn-cost.mjs; the figures are in the commit that set it).
  */
 export const DEFAULT_WRITE_BUFFER_BYTES = 32 * 1024 * 1024;
 

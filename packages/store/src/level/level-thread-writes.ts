@@ -39,9 +39,8 @@ import { withTask } from "./level-tasks.js";
 /**
  * How long a thread's listing entry may stay where it is while the thread is
  * appended to. A turn writes twice (the inbound message, then the reply, most
- * often within milliseconds); moving the entry on both cost two records per
- * send (a delete and a put of the `l:` key) and their compaction, about 5% of
- * the store's instructions per turn (measured). listThreads reads the entries
+ * often within milliseconds); moving the entry on both would cost two records
+ * per send (a delete and a put of the `l:` key) and their compaction. listThreads reads the entries
  * this far below a page to give the exact updatedAt order (level-thread-reads.ts),
  * so this bounds that extra read. Lowering it needs every stored meta moved first.
  */
@@ -60,7 +59,7 @@ export function listedAt(old: LevelMeta | undefined, updatedAt: number): number 
  * and sweepThreads moves an entry it finds too early to the thread's current
  * updatedAt (level-thread-deletes.ts). Every thread keeps an entry at or
  * before its updatedAt, so a sweep still finds every thread older than its
- * cutoff, and an append writes two records fewer (measured in the commit).
+ * cutoff, and an append writes two records fewer.
  */
 export function threadIndexOps(
   ctx: LevelContext,

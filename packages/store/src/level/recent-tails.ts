@@ -18,8 +18,8 @@ export class RecentTails {
    * By thread digest, oldest message first, with the tail's payload bytes, in two generations of at most
    * half the budget each: a tail that does not fit the newer one turns the newer into the older and drops
    * the older whole, and a tail read or extended from the older moves into the newer. Evicting the least
-   * recently used tail from one Map instead started an iterator per store, which walks every hole that
-   * deleted entries leave in a V8 Map: about 10 us per turn once the cache was full (measured).
+   * recently used tail from one Map instead starts an iterator per store, which walks every hole that
+   * deleted entries leave in a V8 Map (see RecentMap).
    */
   private newer = new Map<string, Tail>();
   private older = new Map<string, Tail>();
