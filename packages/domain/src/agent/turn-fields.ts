@@ -9,13 +9,12 @@ export type TurnInit = Omit<AgentTurn, "framedText" | "signal" | typeof turnStop
 /**
  * The plain fields of a turn object, copied from `init`; the subclass adds
  * the guard block, the signal and the stop reason as getters. A class, not an
- * object literal with `get` accessors: V8 (11.3, Node 20) gives such a
- * literal a map of its own, made in the old generation, that holds the
- * accessor closures, so every scavenge kept each turn's closure context (its
- * run, task, history, chain and messages) alive until the next mark-compact
- * (bench/alloc-cost.mjs --survivors: 12.1 KB of an in-process send's garbage
- * outlived a scavenge, 5.8 KB with the class). Getters on a class live on its
- * prototype, one map for every turn.
+ * object literal with `get` accessors: V8 gives such a literal a map of its
+ * own, made in the old generation, that holds the accessor closures, so every
+ * scavenge kept each turn's closure context (its run, task, history, chain
+ * and messages) alive until the next mark-compact (bench/alloc-cost.mjs
+ * --survivors shows it). Getters on a class live on its prototype, one map
+ * for every turn.
  */
 export abstract class TurnFields implements TurnInit {
   readonly tenant: string;

@@ -134,7 +134,7 @@ export function decodeChainHeader(header: string, name: string): ChainContext {
 /** A chain that starts here: nothing passed yet, this server's full budget. */
 export function startChain(limits: ChainLimits, now: number): ChainContext {
   return {
-    // Flat: randomUUID builds its text as a rope of some 20 pieces (0.5 KB), kept as long as the turn's ledger.
+    // Flat: randomUUID builds its text as a rope of many pieces, kept as long as the turn's ledger.
     id: `chain-${randomUUID()}`.normalize(),
     hops: [],
     maxHops: limits.maxHops,

@@ -7,8 +7,8 @@ import type { TaskRun } from "./task-run.js";
  * The turn an engine run hands its agent. Its guard block and its signal are
  * made when the agent first reads them: the echo agent, and any turn of a
  * fresh context, never need the block, and most agents never look at the
- * signal (an AbortController costs several microseconds on Node 20). A class
- * for the reason TurnFields gives.
+ * signal, which is costly to make (see TaskRun). A class for the reason
+ * TurnFields gives.
  */
 export class EngineTurn extends TurnFields implements AgentTurn {
   private framed: string | undefined;

@@ -39,8 +39,7 @@ function historyEntry(stored: StoredMessage): HistoryEntry {
 /**
  * Records the history entry of a message this process just appended, from the message it appended: the
  * next turn of the thread finds it without decoding the stored bytes (the reply's chain report is a
- * google.protobuf.Struct, slow to decode: 59 us of a profiled reused-context send went to the two new
- * messages of each turn). The entry is the one decodeHistoryEntry makes of the stored bytes.
+ * google.protobuf.Struct, slow to decode). The entry is the one decodeHistoryEntry makes of the stored bytes.
  */
 export function rememberAppended(
   stored: StoredMessage,

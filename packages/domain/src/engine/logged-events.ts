@@ -12,7 +12,7 @@ const WITHOUT_IDS = 0x7f;
 
 /**
  * A run's event as its task's event log stores it. Every status and artifact update names its task and context,
- * about 80 of the bytes of a small chunk, and the log is the task's own: they are left out when they are the
+ * a large share of a small chunk's bytes, and the log is the task's own: they are left out when they are the
  * task's, and decodeLoggedEvent puts them back. Other events (the task snapshot, a Message) are stored as encodeEvent
  * writes them.
  */

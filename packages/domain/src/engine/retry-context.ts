@@ -22,8 +22,8 @@ function lengthPrefixed(field: Buffer): Buffer {
  */
 export function contextIdOfNewConversation(tenant: string, messageId: string, payload: Uint8Array): string {
   // Length-prefixed fields under a domain tag: no two different triples hash the same input. The input is
-  // written into one buffer and hashed at once (it was four Buffer.from, four Buffer.alloc and eight
-  // updates per send: 41 us of a profiled send); the bytes hashed are the same, so are the contextIds.
+  // written into one buffer and hashed at once, not through a Buffer per field and an update each; the
+  // bytes hashed are the same as those updates', so are the contextIds.
   const tenantBytes = Buffer.byteLength(tenant);
   const idBytes = Buffer.byteLength(messageId);
   const input = Buffer.allocUnsafe(domain.byteLength + 12 + tenantBytes + idBytes + payload.byteLength);

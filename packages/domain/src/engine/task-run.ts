@@ -11,7 +11,7 @@ export interface TaskEventSource {
 /**
  * Registers `listener` to be called once when a follower's reader goes away (at once when it already has) and
  * returns the function that stops listening: `onAbort` of the handler's context (call-context.ts), which
- * makes no AbortSignal for an in-process call. A Node 20 AbortSignal is kept until the next mark-compact, whatever
+ * makes no AbortSignal for an in-process call. An AbortSignal is kept until the next mark-compact, whatever
  * holds it (its prototype is swapped when it is made), and with it every listener still on it. The listener may
  * be given the error the stream ends with (the call's deadline passed); without one it ends CANCELED.
  */
@@ -51,8 +51,8 @@ export class TaskRun implements TaskEventSource {
    */
   storedHidden = false;
   /**
-   * Made when the agent first asks for its signal: an AbortController and its signal cost several
-   * microseconds per turn (Node 20), and most agents never look at it. abort() fires it when it exists.
+   * Made when the agent first asks for its signal: an AbortController and its signal are costly to make
+   * and to collect (see GoneWatch), and most agents never look at it. abort() fires it when it exists.
    */
   private controller: AbortController | undefined;
   private stopped = false;

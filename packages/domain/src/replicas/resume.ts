@@ -86,9 +86,8 @@ async function startOf(
 ): Promise<{ after: number; contextId: string; snapshot: StreamResponse | undefined } | undefined> {
   const resumeAfter = resumePoint(ctx);
   // Only the state is needed to decide (and the context, which logged events leave out); the task itself (its
-  // whole history and artifacts, megabytes for a long reply) is read only when it is sent. 100 subscribers
-  // arriving together each read and decoded it, and the log up to its end, and the process's RSS jumped by 2 GB
-  // of native memory that it never gave back.
+  // whole history and artifacts, megabytes for a long reply) is read only when it is sent: many subscribers
+  // arriving together would each read and decode it, taking native memory the process never gives back.
   const head = await engine.taskHead(tenant, taskId);
   if (head === undefined) throw taskNotFound(taskId);
   const { state, contextId } = head;
