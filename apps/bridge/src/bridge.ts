@@ -97,7 +97,7 @@ const maxParsedUrls = 256;
 
 /**
  * The request target as a URL. One without a query is parsed once and the URL shared (the handlers only read
- * it); parsing one per request was about 1.5% of an embedded send's samples.
+ * it): parsing one per request showed in an embedded send's profile.
  */
 function requestUrl(target: string): URL {
   const known = parsedUrls.get(target);

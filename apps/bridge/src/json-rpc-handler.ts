@@ -55,8 +55,7 @@ export function checkParts(input: Message, max: number): void {
 
 /**
  * The AbortControllers of calls that are over, never aborted and with no listener left on their signal, for the
- * next requests: making one costs about 2.5 us of CPU (Node 20), 2% of an embedded send's bridge samples, and a
- * stream's made its signal too (1.6% of a stream's JavaScript thread, at about 10 us). Handed back only from the
+ * next requests: making one is costly enough to show in a send's and a stream's profile. Handed back only from the
  * response's close event, once the response is finished (a stream's once the SSE writer is done with it), so the
  * client going away can no longer abort it; a signal something still listens on (a remote transport's linked
  * controller) is not reused, so no listener piles up on it.

@@ -31,8 +31,8 @@ import { isPlainJsonObject } from "./plain-json.js";
  * the shapes the engine answers with: tasks, messages, statuses, artifacts and their events, of text and URL
  * parts, with Struct metadata. Anything else (raw or data parts, a timestamp outside toJson's range, an enum
  * value the schema does not name, metadata that is not plain JSON) gets undefined, and the caller uses toJson.
- * toJson walks every field through reflection: 12-14 us for a one-artifact task reply (Node 20, Xeon), and a
- * stream renders every event. turn-json.spec compares the two on every shape.
+ * toJson walks every field through reflection, costly even for a one-artifact task reply, and a stream renders
+ * every event. turn-json.spec compares the two on every shape.
  *
  * The field numbers and JSON names these functions write, checked against the generated schemas at load: a
  * proto that adds, renames or renumbers a field stops the bridge at its start (and every test), instead of
