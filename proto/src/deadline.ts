@@ -1,7 +1,7 @@
 /**
  * The deadline of one outbound call, held whatever the garbage collector does: a strongly referenced timer
  * aborts a controller. Not AbortSignal.timeout: its timer holds the signal weakly, and AbortSignal.any holds its
- * sources weakly, so a collection can drop the timeout before it fires (seen on Node 20). `clear()` when the call
+ * sources weakly, so a collection can drop the timeout before it fires. `clear()` when the call
  * ends, or the timer keeps its closure (and the process) alive until it fires.
  */
 export interface Deadline {
