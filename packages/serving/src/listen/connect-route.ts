@@ -26,6 +26,7 @@ import {
   type NegotiationHeaders,
   negotiate,
   type RpcRouteOptions,
+  responseGone,
   type ServeCall,
   writeServerStream,
 } from "./route-support.js";
@@ -112,7 +113,7 @@ export function createConnectRoute(
       responseHeader[unaryNames.encoding] = compression.response.name;
     }
     responseHeader["content-length"] = String(bytes.byteLength);
-    if (res.destroyed) return;
+    if (responseGone(res)) return;
     res.writeHead(status, responseHeader);
     res.end(bytes);
   };
@@ -145,14 +146,14 @@ export function createConnectRoute(
     } catch (thrown) {
       // A Connect stream answers 200 whatever happens; its end-stream message says how it ended.
       const bytes = await end(thrown, new Headers());
-      if (res.destroyed) return;
+      if (responseGone(res)) return;
       res.writeHead(200, responseHeader);
       res.end(bytes);
       return;
     }
     const finish = async (failure: unknown) => {
       const bytes = await end(failure, response.trailer);
-      if (!res.destroyed) res.end(bytes);
+      if (!responseGone(res)) res.end(bytes);
     };
     await writeServerStream(res, responseHeader, response, frame, finish, false);
   };

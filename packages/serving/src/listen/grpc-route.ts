@@ -26,6 +26,7 @@ import {
   type NegotiationHeaders,
   negotiate,
   type RpcRouteOptions,
+  responseGone,
   type ServeCall,
   writeServerStream,
 } from "./route-support.js";
@@ -92,7 +93,7 @@ export function createGrpcRoute(
       if (route.method.methodKind === "unary") {
         const response = await calls.unary(call, input);
         const bytes = await frame(response.message);
-        if (res.destroyed) return;
+        if (responseGone(res)) return;
         appendHeaders(responseHeader, response.header);
         res.writeHead(200, responseHeader);
         res.addTrailers(appendHeaders({ [headerGrpcStatus]: grpcStatusOk }, response.trailer));

@@ -156,8 +156,9 @@ export async function decodedCall(
   read: () => Promise<Uint8Array>,
 ): Promise<{ call: CallInit; input: unknown }> {
   const gone = new AbortController();
+  // Not writableFinished: Node sets it on a reset stream too (it emits 'finish' then 'close' either way).
   res.once("close", () => {
-    if (!res.writableFinished) gone.abort(clientGone);
+    if (!res.writableEnded) gone.abort(clientGone);
   });
   const { header, timeout, compression } = negotiated;
   if (compression.error) throw compression.error;
@@ -261,8 +262,17 @@ export function webHeaders(headers: IncomingHttpHeaders): Headers {
   return header;
 }
 
-/** Resolves when the response may take more ('drain'), or when it is gone. */
+/**
+ * The response's stream is closed or reset: nothing more can be written. Not `res.destroyed`: Node's
+ * Http2ServerResponse has none (its typings inherit one from Writable), so that reads undefined, always.
+ */
+export function responseGone(res: Http2ServerResponse): boolean {
+  return res.stream.destroyed;
+}
+
+/** Resolves when the response may take more ('drain'), or when it is gone (its 'close' may have gone by). */
 function drained(res: Http2ServerResponse): Promise<void> {
+  if (responseGone(res)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       res.off("drain", done);
@@ -304,15 +314,15 @@ export async function writeServerStream(
       if (throwBeforeFirst) throw error;
       failure = error;
     }
-    if (res.destroyed) return;
+    if (responseGone(res)) return;
     appendHeaders(responseHeader, response.header);
     res.writeHead(200, responseHeader);
     try {
       while (next !== undefined && !next.done) {
         const bytes = await frame(next.value);
-        if (res.destroyed) return;
+        if (responseGone(res)) return;
         if (!res.write(bytes)) await drained(res);
-        if (res.destroyed) return;
+        if (responseGone(res)) return;
         next = await messages.next();
         ended = next.done === true;
       }
