@@ -13,6 +13,8 @@ import { startTwins, type Twins, type Wire, wires } from "./fixtures/twin-server
 let twins: Twins;
 beforeAll(async () => {
   twins = await startTwins();
+  // GetTask "forward:ID" on either server asks connect-node for task ID over gRPC.
+  twins.service.forward.to = twins.connectNode.transport(wires[0]!);
 });
 afterAll(async () => {
   await twins.close();
@@ -69,6 +71,20 @@ describe.each(wires)("$name", (wire) => {
     } else {
       expect(parley).toEqual(reference);
     }
+  });
+
+  it("passes on an error from a call of the handler's own as connect-node does, without that call's headers", async () => {
+    const [parley, reference] = comparable(wire, await twins.both((s) => callUnary(s, wire, "forward:not-found")));
+    // An error read off the wire carries the other answer's headers as metadata (its content type among them):
+    // connect-es relays its code, message and details only.
+    expect(parley.error).toEqual({
+      code: "NotFound",
+      message: errorText,
+      details: [errorInfo],
+      metadata: wire.ownRoute ? {} : { "x-request-encoding": "identity" },
+    });
+    // As above (reported): the handler's own headers, lost on Parley's own routes.
+    expect(reference.error).toEqual({ ...parley.error, metadata: { "x-request-encoding": "identity" } });
   });
 
   it("hides the text of an error that is not a ConnectError the same: internal error", async () => {

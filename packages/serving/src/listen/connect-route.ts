@@ -1,7 +1,7 @@
 import type { OutgoingHttpHeaders } from "node:http";
 import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError, type StreamResponse } from "@connectrpc/connect";
-import { type Compression, createAsyncIterable } from "@connectrpc/connect/protocol";
+import { type Compression, createAsyncIterable, mergeNonProtocolHeaders } from "@connectrpc/connect/protocol";
 import {
   codeToHttpStatus,
   contentTypeStreamJson,
@@ -101,11 +101,11 @@ export function createConnectRoute(
     } catch (thrown) {
       const error = asConnectError(thrown);
       status = codeToHttpStatus(error.code);
-      responseHeader = { "content-type": contentTypeUnaryJson };
-      // As connect-es answers: the error's metadata as headers, each replacing one of the same name.
-      error.metadata.forEach((value, name) => {
-        responseHeader[name] = value;
-      });
+      // As connect-es answers: the error's metadata as headers, but neither protocol headers nor the metadata of an
+      // error read off the wire (passed on from a call of the handler's own), which holds that answer's headers.
+      const metadata = new Headers();
+      if (!error.isWireError) mergeNonProtocolHeaders(metadata, error.metadata);
+      responseHeader = appendHeaders({ "content-type": contentTypeUnaryJson }, metadata);
       bytes = errorToJsonBytes(error, jsonOptions);
     }
     if (compression.response && bytes.byteLength >= compressMinBytes) {
