@@ -175,8 +175,28 @@ class ResponseStream<D extends DescMessage> implements AsyncIterableIterator<Mes
  * symbol, which survives the spreads interceptors copy requests with.
  */
 const callOf = Symbol("parley.call");
+
+/** What a route's call carries through the interceptors; `context` is set once the handler's context is made. */
+interface CarriedCall {
+  readonly protocolName: string;
+  readonly timeoutMs: number | undefined;
+  context?: HandlerContext;
+}
+
+/** The header and trailer a unary handler had set when its call failed, by the error the call threw. */
+const failedResponses = new WeakMap<object, { readonly header: Headers; readonly trailer: Headers }>();
+
+/**
+ * The header and trailer set by the handler of a unary call that threw `thrown`: a route sends them with the error,
+ * as connect-es does. Undefined when the call failed before its handler ran.
+ */
+export function responseOfFailure(
+  thrown: unknown,
+): { readonly header: Headers; readonly trailer: Headers } | undefined {
+  return typeof thrown === "object" && thrown !== null ? failedResponses.get(thrown) : undefined;
+}
 type CarriedRequest = (UnaryRequest | StreamRequest) & {
-  [callOf]?: { readonly protocolName: string; readonly timeoutMs: number | undefined };
+  [callOf]?: CarriedCall;
 };
 
 /**
@@ -230,7 +250,7 @@ export function createServiceCalls(
   function contextFor(req: CarriedRequest) {
     const call = req[callOf];
     const timeoutMs = call?.timeoutMs;
-    return createCallContext({
+    const context = createCallContext({
       protocolName: call?.protocolName ?? "in-process",
       service: req.service,
       method: req.method,
@@ -243,6 +263,8 @@ export function createServiceCalls(
       ...(shutdownSignal ? { shutdownSignal } : {}),
       ...(timeoutMs !== undefined && timeoutMs > 0 ? { timeoutMs } : {}),
     });
+    if (call) call.context = context;
+    return context;
   }
 
   async function callUnary(req: UnaryRequest): Promise<UnaryResponse> {
@@ -293,7 +315,7 @@ export function createServiceCalls(
     header: call.header,
     contextValues: call.contextValues,
     signal: call.signal,
-    [callOf]: { protocolName: call.protocolName, timeoutMs: call.timeoutMs },
+    [callOf]: { protocolName: call.protocolName, timeoutMs: call.timeoutMs } as CarriedCall,
   });
 
   return {
@@ -306,7 +328,15 @@ export function createServiceCalls(
         stream: false,
         message: asMessage(method.input, input),
       };
-      return (await run(req)) as UnaryResponse;
+      try {
+        return (await run(req)) as UnaryResponse;
+      } catch (thrown) {
+        const context = req[callOf]?.context;
+        if (context && typeof thrown === "object" && thrown !== null) {
+          failedResponses.set(thrown, { header: context.responseHeader, trailer: context.responseTrailer });
+        }
+        throw thrown;
+      }
     },
     async stream(call, input) {
       const method = call.method as DescMethodStreaming;

@@ -14,6 +14,7 @@ import {
   parseContentType,
   parseTimeout,
 } from "@connectrpc/connect/protocol-connect";
+import { responseOfFailure } from "../service-calls.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 import {
   appendHeaders,
@@ -103,9 +104,12 @@ export function createConnectRoute(
       status = codeToHttpStatus(error.code);
       // As connect-es answers: the error's metadata as headers, but neither protocol headers nor the metadata of an
       // error read off the wire (passed on from a call of the handler's own), which holds that answer's headers.
-      const metadata = new Headers();
+      // The handler's own header and trailer go too, as connect-es sends them with an error.
+      const failed = responseOfFailure(thrown);
+      const metadata = new Headers(failed?.header);
       if (!error.isWireError) mergeNonProtocolHeaders(metadata, error.metadata);
       responseHeader = appendHeaders({ "content-type": contentTypeUnaryJson }, metadata);
+      if (failed) appendHeaders(responseHeader, failed.trailer, "trailer-");
       bytes = errorToJsonBytes(error, jsonOptions);
     }
     if (compression.response && bytes.byteLength >= compressMinBytes) {

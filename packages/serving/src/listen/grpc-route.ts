@@ -14,6 +14,7 @@ import {
   parseTimeout,
 } from "@connectrpc/connect/protocol-grpc";
 import { setGrpcStatus } from "../grpc-status.js";
+import { responseOfFailure } from "../service-calls.js";
 import type { NodeRequest, NodeResponse } from "./node-http.js";
 import {
   appendHeaders,
@@ -110,7 +111,10 @@ export function createGrpcRoute(
       };
       await writeServerStream(res, responseHeader, response, frame, finish, true);
     } catch (thrown) {
-      refuse(req, res, responseHeader, thrown);
+      // A unary handler's own header and trailer go with its error, as connect-es sends them.
+      const failed = responseOfFailure(thrown);
+      if (failed) appendHeaders(responseHeader, failed.header);
+      refuse(req, res, responseHeader, thrown, failed?.trailer);
     }
   };
 
@@ -128,12 +132,19 @@ export function createGrpcRoute(
  * A call that failed before its first response message: trailers-only (one HEADERS frame that ends the stream).
  * Past its headers there is no status left to send: the stream is reset, so the client sees a failed call.
  */
-function refuse(req: Http2ServerRequest, res: Http2ServerResponse, header: OutgoingHttpHeaders, thrown: unknown) {
+function refuse(
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+  header: OutgoingHttpHeaders,
+  thrown: unknown,
+  trailer?: Headers,
+) {
   const { stream } = req;
   if (stream.destroyed) return;
   if (stream.headersSent) {
     stream.close(h2.NGHTTP2_INTERNAL_ERROR);
     return;
   }
+  if (trailer) appendHeaders(header, trailer);
   refuseGrpc(req, res, header, asConnectError(thrown));
 }
