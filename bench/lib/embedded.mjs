@@ -172,12 +172,14 @@ export async function startSendingParley(
       transport = path === "grpc" ? node.createGrpcTransport(options) : node.createConnectTransport(options);
     }
     const client = createClient(A2AService, transport);
+    // A2A v1.0 outside JSON-RPC names its version in a header, as the bridge's POST does.
+    const options = { headers: { "a2a-version": "1.0" } };
     send = async () => {
       const request = fromJson(SendMessageRequestSchema, { message: messageOf() });
       if (streaming) {
-        for await (const _ of client.sendStreamingMessage(request));
+        for await (const _ of client.sendStreamingMessage(request, options));
       } else {
-        await client.sendMessage(request);
+        await client.sendMessage(request, options);
       }
     };
   }
