@@ -9,6 +9,7 @@ import {
   type TaskStatusUpdateEvent,
   TaskStatusUpdateEventSchema,
 } from "@parley/proto";
+import { concatBytes } from "@parley/store";
 import { structField, varintSize, writeVarint } from "./struct-encoding.js";
 import { encodeArtifactUpdate, encodeMessageBytes, encodeTaskHead, type TaskHead } from "./wire-encoding.js";
 
@@ -68,7 +69,7 @@ function encodeMessageOnce(message: Message): Uint8Array {
     message.referenceTaskIds.length === 0 &&
     (message.$unknown === undefined || message.$unknown.length === 0);
   if (!last) return toBinary(MessageSchema, message);
-  return concat([
+  return concatBytes([
     toBinaryWith(MessageSchema, message, { metadata: undefined }),
     structField(MESSAGE_METADATA_FIELD, metadata),
   ]);
@@ -81,7 +82,7 @@ function encodeMessageOnce(message: Message): Uint8Array {
  */
 export function encodeTask(task: Task): Uint8Array {
   const parts = taskParts(task);
-  return parts.length === 1 ? parts[0]! : concat(parts);
+  return parts.length === 1 ? parts[0]! : concatBytes(parts);
 }
 
 /** The pieces of encodeTask's bytes, in order: each is copied once, into the bytes that join them. */
@@ -137,25 +138,6 @@ function toBinaryWith<Desc extends DescMessage>(
   }
 }
 
-/**
- * The parts one after the other, in a slice of Node's shared pool (as wire-encoding's buffers): these bytes go to
- * the store, and a `new Uint8Array` of more than 64 bytes is a zeroed allocation of its own outside the heap, with
- * an ArrayBuffer for the GC to track, per task record and logged event.
- */
-function concat(parts: readonly Uint8Array[]): Uint8Array {
-  let length = 0;
-  for (const part of parts) length += part.length;
-  // Unsafe (not zeroed) is fine: every byte is written below.
-  const pooled = Buffer.allocUnsafe(length);
-  const out = new Uint8Array(pooled.buffer, pooled.byteOffset, length);
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-  }
-  return out;
-}
-
 /** A length-delimited field's tag and length; its `length` bytes follow as their own part. */
 function fieldHead(field: number, length: number): Uint8Array {
   const tag = (field << 3) | 2;
@@ -168,7 +150,7 @@ function fieldHead(field: number, length: number): Uint8Array {
 function delimited(field: number, parts: readonly Uint8Array[]): Uint8Array {
   let length = 0;
   for (const part of parts) length += part.length;
-  return concat([fieldHead(field, length), ...parts]);
+  return concatBytes([fieldHead(field, length), ...parts]);
 }
 
 /**
