@@ -3,7 +3,6 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { MessageSchema, Role, type StreamResponse, StreamResponseSchema, TaskSchema, TaskState } from "@parley/proto";
 import { describe, expect, it } from "vitest";
 import { decodeLoggedEvent, encodeLoggedEvent } from "../src/engine/logged-events.js";
-import { encodeEvent } from "../src/engine/task-encoding.js";
 import { statusEvent, taskSnapshot } from "../src/engine/task-model.js";
 import { streamResponse, textPart } from "../src/engine/turn-messages.js";
 
@@ -67,7 +66,7 @@ describe("logged events", () => {
     }
   });
 
-  it("stores other events as encodeEvent writes them: a task snapshot, a Message, an update of another task", () => {
+  it("stores other events as toBinary writes them: a task snapshot, a Message, an update of another task", () => {
     const [snapshot] = runEvents();
     const message = streamResponse({
       case: "message",
@@ -77,7 +76,7 @@ describe("logged events", () => {
     const otherContext = statusEvent(create(TaskSchema, { id: taskId, contextId: "ctx-other" }));
     for (const event of [snapshot!, message, foreign, otherContext]) {
       const logged = encodeLoggedEvent(event, taskId, contextId);
-      expect(logged).toEqual(encodeEvent(event));
+      expect(logged).toEqual(toBinary(StreamResponseSchema, event));
       expect(equals(StreamResponseSchema, decodeLoggedEvent(logged, taskId, contextId), event)).toBe(true);
     }
   });

@@ -1,8 +1,7 @@
-import { create, equals, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { MessageSchema, Role } from "@parley/proto";
 import { describe, expect, it } from "vitest";
-import { encodeInbound, encodeStoredInbound, storedInbound } from "../src/engine/message-validation.js";
+import { storedInbound } from "../src/engine/message-validation.js";
 
 const inbounds = {
   fresh: create(MessageSchema, {
@@ -34,7 +33,7 @@ const inbounds = {
 
 describe("the task's copy of an inbound message", () => {
   for (const [name, inbound] of Object.entries(inbounds)) {
-    it(`${name}: its bytes from the inbound bytes decode to the copy, and the inbound message is unchanged`, () => {
+    it(`${name}: the copy takes the task's ids and a role, and the inbound message is unchanged`, () => {
       const before = toBinary(MessageSchema, inbound);
       for (const [contextId, taskId] of [
         ["ctx", "task"],
@@ -44,15 +43,9 @@ describe("the task's copy of an inbound message", () => {
         expect(stored.contextId).toBe(contextId);
         expect(stored.taskId).toBe(taskId);
         expect(stored.role).toBe(inbound.role === Role.UNSPECIFIED ? Role.USER : inbound.role);
-        const decoded = fromBinary(MessageSchema, encodeStoredInbound(encodeInbound(inbound), inbound, stored));
-        expect(equals(MessageSchema, decoded, stored)).toBe(true);
-        expect(equals(MessageSchema, decoded, fromBinary(MessageSchema, toBinary(MessageSchema, stored)))).toBe(true);
-        // The ids that differ appended as fields, as protobuf's own writer appends them.
-        const writer = new BinaryWriter().raw(encodeInbound(inbound));
-        if (contextId !== inbound.contextId) writer.tag(2, WireType.LengthDelimited).string(contextId);
-        if (taskId !== inbound.taskId) writer.tag(3, WireType.LengthDelimited).string(taskId);
-        if (stored.role !== inbound.role) writer.tag(4, WireType.Varint).int32(stored.role);
-        expect(encodeStoredInbound(encodeInbound(inbound), inbound, stored)).toEqual(writer.finish());
+        // The copy's lists are its own: the task's history may be changed without touching the caller's message.
+        expect(stored.parts).not.toBe(inbound.parts);
+        expect(stored.parts).toEqual(inbound.parts);
       }
       expect(toBinary(MessageSchema, inbound)).toEqual(before);
     });

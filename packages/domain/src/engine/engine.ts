@@ -34,13 +34,12 @@ import { EngineTurn } from "./engine-turn.js";
 import { inboundRecord, markStart, reveal, revealStored } from "./hidden-turn.js";
 import { readHistory, rememberAppended } from "./history-read.js";
 import { createInputModeCheck } from "./input-modes.js";
-import { encodeInbound, encodeStoredInbound, storedInbound, validateMessage } from "./message-validation.js";
+import { encodeInbound, storedInbound, validateMessage } from "./message-validation.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import { answerOfRetry, type RetryAnswer } from "./retry-answer.js";
 import { contextIdOfNewConversation } from "./retry-context.js";
 import { RunTable, startedBy } from "./run-table.js";
 import { createSendClaim, type SendClaim, type SendClaimDeps } from "./send-claim.js";
-import { rememberEncoding } from "./task-encoding.js";
 import { announce, setStatus, statusEvent } from "./task-model.js";
 import { failInterruptedTasks } from "./task-recovery.js";
 import { type TaskEventSource, TaskRun } from "./task-run.js";
@@ -217,7 +216,6 @@ export class Engine {
 
     const taskId = existing?.id ?? randomUUID();
     const stored = storedInbound(inbound, contextId, taskId);
-    rememberEncoding(stored, encodeStoredInbound(payload, inbound, stored));
     const task = existing ?? emptyTask(taskId, contextId);
     task.history.push(stored);
     setStatus(task, TaskState.SUBMITTED);

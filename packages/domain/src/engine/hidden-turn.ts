@@ -1,10 +1,9 @@
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs, timestampMs } from "@bufbuild/protobuf/wkt";
 import { MessageSchema, type Task, TaskSchema, TaskState, TaskStatusSchema } from "@parley/proto";
 import type { TaskRecord, ThreadStore } from "@parley/store";
 import { storedInbound } from "./message-validation.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
-import { encodeTask } from "./task-encoding.js";
 import { taskRecord } from "./task-model.js";
 import type { TaskRun } from "./task-run.js";
 
@@ -125,7 +124,7 @@ class HiddenTaskRecord implements TaskRecord {
   }
 
   get payload(): Uint8Array {
-    this.encoded ??= encodeTask(this.task);
+    this.encoded ??= toBinary(TaskSchema, this.task);
     return this.encoded;
   }
 }

@@ -1,6 +1,5 @@
-import { fromBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { type StreamResponse, StreamResponseSchema } from "@parley/proto";
-import { encodeEvent } from "./task-encoding.js";
 
 /**
  * The first byte of a logged event stored without its taskId and contextId: the tag of field 15 with wire type 7,
@@ -13,7 +12,7 @@ const WITHOUT_IDS = 0x7f;
 /**
  * A run's event as its task's event log stores it. Every status and artifact update names its task and context,
  * a large share of a small chunk's bytes, and the log is the task's own: they are left out when they are the
- * task's, and decodeLoggedEvent puts them back. Other events (the task snapshot, a Message) are stored as encodeEvent
+ * task's, and decodeLoggedEvent puts them back. Other events (the task snapshot, a Message) are stored as toBinary
  * writes them.
  */
 export function encodeLoggedEvent(event: StreamResponse, taskId: string, contextId: string): Uint8Array {
@@ -24,14 +23,14 @@ export function encodeLoggedEvent(event: StreamResponse, taskId: string, context
     payload.value.taskId !== taskId ||
     payload.value.contextId !== contextId
   ) {
-    return encodeEvent(event);
+    return toBinary(StreamResponseSchema, event);
   }
   // Shallow copies: the run's own event objects are shared with its live subscribers and stay as they are.
   const bare = {
     ...event,
     payload: { case: payload.case, value: { ...payload.value, taskId: "", contextId: "" } },
   } as StreamResponse;
-  const bytes = encodeEvent(bare);
+  const bytes = toBinary(StreamResponseSchema, bare);
   const out = Buffer.allocUnsafe(1 + bytes.length);
   out[0] = WITHOUT_IDS;
   out.set(bytes, 1);

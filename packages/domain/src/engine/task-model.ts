@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { clone } from "@bufbuild/protobuf";
+import { clone, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import {
   type Artifact,
@@ -11,11 +11,11 @@ import {
   Role,
   type StreamResponse,
   type Task,
+  TaskSchema,
   TaskState,
   type TaskStatus,
 } from "@parley/proto";
 import type { TaskRecord } from "@parley/store";
-import { encodeTask } from "./task-encoding.js";
 import type { TaskRun } from "./task-run.js";
 import {
   artifactUpdate,
@@ -50,7 +50,7 @@ export function taskRecord(tenant: string, task: Task, flags?: TaskRecordFlags):
     state: task.status?.state ?? TaskState.UNSPECIFIED,
     updatedAt: stamp ? timestampMs(stamp) : Date.now(),
     ...flags,
-    payload: encodeTask(task),
+    payload: toBinary(TaskSchema, task),
   };
 }
 
@@ -93,9 +93,8 @@ export function agentMessage(task: Task, text: string): Message {
 
 /**
  * A copy of the task for its snapshot event. The history's messages are
- * shared, not copied: a message is never changed once it joined a history
- * (task-encoding.ts relies on the same), so the copy is safe from the run's
- * later changes, and encoding it reuses the messages' stored encodings.
+ * shared, not copied: a message is never changed once it joined a history,
+ * so the copy is safe from the run's later changes.
  * Copied by hand, not with protobuf's clone (its reflection cost a few
  * microseconds per event): the lists, the status and its time, the
  * artifacts and metadata; the status message is shared like the history's.
