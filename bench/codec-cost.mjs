@@ -3,10 +3,11 @@
 //
 //   node bench/codec-cost.mjs [--root=DIR] [--rounds=N] [--ms=N]
 //
-// Each row encodes the same object with the server's encoder (the engine's encoding module in the built checkout
-// at --root, the message cache warm as in a turn) and with toBinary, and prints the CPU time per call of each
-// (the median of --rounds rounds of --ms each, with the lowest and highest) and that the two decode equal.
-// PARLEY_CODEC_MODULE names the encoding module under --root when it is not where this script looks first.
+// Each row encodes the same object with toBinary and, where the checkout at --root has one, with the engine's
+// hand-written encoder (its engine/task-encoding.js, the message cache warm as in a turn; this checkout has none,
+// so give --root an older build to compare), and prints the CPU time per call of each (the median of --rounds
+// rounds of --ms each, with the lowest and highest) and that the two decode equal. PARLEY_CODEC_MODULE names the
+// encoding module under --root when it is not where this script looks first.
 import { existsSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join, resolve } from "node:path";
@@ -28,11 +29,7 @@ const candidates = [
   "packages/server/dist/engine/task-encoding.js",
 ].filter((p) => p !== undefined);
 const modulePath = candidates.find((p) => existsSync(join(root, p)));
-if (modulePath === undefined) {
-  process.stderr.write(`codec-cost: no engine encoding module under ${root} (tried ${candidates.join(", ")})\n`);
-  process.exit(2);
-}
-const { encodeEvent, encodeMessage, encodeTask } = await load(modulePath);
+const { encodeEvent, encodeMessage, encodeTask } = modulePath === undefined ? {} : await load(modulePath);
 
 const chain = { "https://parley.dev/ext/chain/v1": { id: crypto.randomUUID(), stepsLeft: 7, hopCount: 1 } };
 const text = (value) => ({ content: { case: "text", value } });
@@ -115,19 +112,26 @@ function perCall(make, shared, encode) {
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const fmt = (us) => `${(us * 1000).toFixed(0)} ns`;
-console.log(`${modulePath} at ${root}; ${rounds} rounds of ${ms} ms (median, lowest-highest)`);
+console.log(
+  `${modulePath ?? "no hand-written encoders"} at ${root}; ${rounds} rounds of ${ms} ms (median, lowest-highest)`,
+);
 for (const [name, schema, make, encode] of rows) {
   const sample = make();
   const shared = sample === make();
+  const range = (xs) => `${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}`;
+  const lib = [];
+  if (encode === undefined) {
+    for (let r = 0; r < rounds; r++) lib.push(perCall(make, shared, (m) => toBinary(schema, m)));
+    console.log(`${name.padEnd(30)} toBinary ${fmt(median(lib)).padStart(8)} (${range(lib)})`);
+    continue;
+  }
   const same = equals(schema, fromBinary(schema, encode(sample)), fromBinary(schema, toBinary(schema, sample)));
   const hand = [];
-  const lib = [];
   for (let r = 0; r < rounds; r++) {
     // Alternating, so a busy moment on a shared machine falls on both sides.
     hand.push(perCall(make, shared, encode));
     lib.push(perCall(make, shared, (m) => toBinary(schema, m)));
   }
-  const range = (xs) => `${fmt(Math.min(...xs))}-${fmt(Math.max(...xs))}`;
   console.log(
     `${name.padEnd(30)} server ${fmt(median(hand)).padStart(8)} (${range(hand)})  ` +
       `toBinary ${fmt(median(lib)).padStart(8)} (${range(lib)})  ` +

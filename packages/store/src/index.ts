@@ -1,7 +1,6 @@
 // The ThreadStore contract and createStore. Leases, fenced writes, task event logs and the backends' own
 // constructors, for replica coordination and tools: "@parley/store/backends".
 export * from "./conversation-types.js";
-export { concatBytes } from "./core/bytes.js";
 export { threadDigest } from "./core/digests.js";
 export { type CreateStoreOptions, createStore, isPostgresUrl } from "./create-store.js";
 export {

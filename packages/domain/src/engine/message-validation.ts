@@ -4,7 +4,6 @@ import { type Message, MessageSchema, Role } from "@parley/proto";
 import { idLimits } from "@parley/store";
 import { createTypedError, invalidArgument } from "../errors.js";
 import type { MessageLimits } from "./engine-config.js";
-import { encodeMessageBytes } from "./wire-encoding.js";
 
 /** Checks an inbound message against the protocol's rules and the configured limits; throws what was wrong. */
 export function validateMessage(message: Message, limits: MessageLimits): void {
@@ -91,7 +90,7 @@ export function storedInbound(message: Message, contextId: string, taskId: strin
 /** The inbound message's bytes as they will be stored. */
 export function encodeInbound(message: Message): Uint8Array {
   try {
-    return encodeMessageBytes(message) ?? toBinary(MessageSchema, message);
+    return toBinary(MessageSchema, message);
   } catch (error) {
     // A string with a lone surrogate (JSON and in-process callers can carry one; protobuf cannot store it).
     throw invalidArgument(`message cannot be stored: ${error instanceof Error ? error.message : String(error)}`);

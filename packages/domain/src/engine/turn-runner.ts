@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { create, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, type JsonObject, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import {
   ArtifactSchema,
   extensionUris,
@@ -23,7 +23,6 @@ import { endsHidden, outcomeRecord, shownWhileEnding } from "./hidden-turn.js";
 import { rememberAppended } from "./history-read.js";
 import type { ReplicaCoordinator } from "./replica-coordinator.js";
 import type { TurnHold } from "./send-claim.js";
-import { encodeMessage } from "./task-encoding.js";
 import {
   agentMessage,
   announce,
@@ -315,7 +314,7 @@ async function writeOutcome(
         messageId: reply.messageId,
         provenance: "agent",
         taskId: run.taskId,
-        payload: encodeMessage(reply),
+        payload: toBinary(MessageSchema, reply),
         // The engine minted this messageId just now: no retry of it can exist, unless an earlier try of this
         // write failed without its answer (it may have landed: the store then finds it by its messageId).
         fresh: !retry,
