@@ -105,6 +105,42 @@ describe("gRPC calls on Parley's own route", () => {
     expect(overGrpc.status?.state).toBe(TaskState.COMPLETED);
   });
 
+  it("answers with the bytes connect-node writes (gRPC-Web), for every part kind, unicode, large text, metadata", async () => {
+    const getTaskPath = "/lf.a2a.v1.A2AService/GetTask";
+    const metadata = { deep: { list: [null, "", "☃ 🎉", true, false, -1.5, [], [{ x: {} }]] }, empty: {} };
+    const parts = [
+      { content: { case: "text" as const, value: "" } },
+      { content: { case: "text" as const, value: "ü ☃ 🎉" }, mediaType: "text/plain", metadata },
+      // The echo agent takes text and JSON: the other kinds say they carry one of them.
+      {
+        content: { case: "raw" as const, value: Buffer.from('{"a":1}') },
+        filename: "f.json",
+        mediaType: "application/json",
+      },
+      { content: { case: "url" as const, value: "https://example.com/ü" }, mediaType: "text/plain" },
+      { content: { case: "data" as const, value: { kind: { case: "structValue" as const, value: { fields: {} } } } } },
+    ];
+    const messages = [
+      userMessage("y".repeat(200_000)),
+      { ...userMessage("☃"), metadata, extensions: ["urn:x"], referenceTaskIds: [] },
+      { ...userMessage("x"), parts: [...userMessage("x").parts, ...parts] },
+    ];
+    for (const message of messages) {
+      const sent = await server.a2a("grpc").sendMessage({ message });
+      const id = sent.payload.case === "task" ? sent.payload.value.id : "";
+      expect(id).not.toBe("");
+      const request = toBinary(GetTaskRequestSchema, create(GetTaskRequestSchema, { id }));
+      const grpc = messageOf(await post(session, getTaskPath, {}, envelope(request))).data;
+      // gRPC-Web is connect-node's: the answer's first envelope is the message, trailers follow in their own.
+      const web = await post(session, getTaskPath, { "content-type": "application/grpc-web+proto" }, envelope(request));
+      expect(web.body[0]).toBe(0);
+      const library = web.body.subarray(5, 5 + web.body.readUInt32BE(1));
+      const connect = await h2Post(session, getTaskPath, { "content-type": "application/proto" }, request);
+      expect(grpc).toEqual(library);
+      expect(connect.body).toEqual(library);
+    }
+  });
+
   it("answers a failed call trailers-only, with its typed details for the client", async () => {
     const raw = await post(
       session,
