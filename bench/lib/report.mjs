@@ -83,7 +83,7 @@ export function printReport({ machine, settings, rows, scaling, elapsedS }) {
   );
   out.push("");
   out.push(
-    "Ratios compare each Parley row with its anchor row in this run: the same protocol and operation (Connect rows with the anchor's gRPC; task-reply rows with the SDK's DatabaseTaskStore on SQLite, PostgreSQL rows with it on PostgreSQL). CPU is the server process's, all its threads; JS thread is the part its JavaScript (main) thread ran, the rest being its other threads (the libuv pool, V8's GC and compiler workers, LevelDB's compaction thread); DB CPU is its PostgreSQL processes' (backends, WAL writer, checkpointer, background writer), and the CPU ratio compares the sums.",
+    "Ratios compare each Parley row with its anchor row in this run: the same protocol and operation (Connect rows with the anchor's gRPC; task-reply rows with the SDK's DatabaseTaskStore on SQLite, PostgreSQL rows with it on PostgreSQL; connect-node rows with the same row on Parley's own routes). CPU is the server process's, all its threads; JS thread is the part its JavaScript (main) thread ran, the rest being its other threads (the libuv pool, V8's GC and compiler workers, LevelDB's compaction thread); DB CPU is its PostgreSQL processes' (backends, WAL writer, checkpointer, background writer), and the CPU ratio compares the sums.",
   );
 
   const summary = out.slice(summaryStart);

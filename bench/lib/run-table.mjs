@@ -173,6 +173,16 @@ export async function runTable({ settings, durableAnchors, startServer, measure,
         sc("connect-stream", "Parley Connect (h2)", "connect", "stream", "fresh", "anchor-grpc-stream"),
       ]),
     );
+    // The same gRPC and Connect calls served by connect-node alone, its ratios against Parley's own routes: what the
+    // routes (@parley/serving's grpc-route.ts and connect-route.ts) still save.
+    groups.push(() =>
+      parleyGroup(round, "parley-connect-node", { env: { BENCH_PARLEY_RPC_ROUTES: "off" }, execArgv: parleyExecArgv }, [
+        sc("grpc-send-node", "Parley gRPC, connect-node", "grpc", "send", "fresh", "grpc-send"),
+        sc("grpc-stream-node", "Parley gRPC, connect-node", "grpc", "stream", "fresh", "grpc-stream"),
+        sc("connect-send-node", "Parley Connect (h2), connect-node", "connect", "send", "fresh", "connect-send"),
+        sc("connect-stream-node", "Parley Connect (h2), connect-node", "connect", "stream", "fresh", "connect-stream"),
+      ]),
+    );
     for (const measureGroup of round % 2 === 0 ? groups.reverse() : groups) await measureGroup();
   }
   return [...best.values()];

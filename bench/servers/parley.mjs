@@ -33,7 +33,8 @@ const config = loadConfig({
     ...(database ? { PARLEY_STORE_URL: database.url } : {}),
   },
 });
-const parley = await createParley(config);
+// BENCH_PARLEY_RPC_ROUTES=off: connect-node serves every gRPC and Connect call, without Parley's own routes.
+const parley = await createParley(config, { rpcRoutes: process.env.BENCH_PARLEY_RPC_ROUTES !== "off" });
 const { address } = await parley.listen();
 
 let bridge;

@@ -120,6 +120,8 @@ export interface CreateParleyOptions {
    * is injected, so a test that moves `now` sees threads age): a jump of `now` ahead of it ages no thread.
    */
   readonly monotonic?: () => number;
+  /** False: connect-node serves every gRPC and Connect call, without Parley's own routes (bench rows compare). */
+  readonly rpcRoutes?: boolean;
 }
 
 export async function createParley(config: ParleyConfig, options: CreateParleyOptions = {}): Promise<Parley> {
@@ -373,7 +375,8 @@ export async function createParley(config: ParleyConfig, options: CreateParleyOp
     retention: { run: () => retentionSweeper.run() },
     async listen() {
       if (server) throw new Error("parley is already listening");
-      const rpc = createRpcHandler({ routes, routerOptions, services: callable, shutdownSignal: shutdown.signal });
+      const served = { routes, routerOptions, services: callable, shutdownSignal: shutdown.signal };
+      const rpc = createRpcHandler({ ...served, ownRoutes: options.rpcRoutes });
       const listener = createDualProtocolServer(createHttpFront({ observability, health }, rpc), {
         limits: config.connections,
         maxBodyBytes: config.limits.maxMessageBytes + rpcFramingBytes,

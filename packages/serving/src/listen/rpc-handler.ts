@@ -20,6 +20,8 @@ export interface RpcHandlerOptions {
   /** The services served on Parley's own gRPC and Connect routes; the rest, and other protocols, go to connect-node. */
   readonly services: CallableServices;
   readonly shutdownSignal: AbortSignal;
+  /** Whether Parley's own routes take their calls (the default); false leaves every call to connect-node. */
+  readonly ownRoutes?: boolean;
 }
 
 type Handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
@@ -44,7 +46,7 @@ export function createRpcHandler(options: RpcHandlerOptions): Handler {
     methods: [...services.values()].flatMap((s) => s.service.methods),
     handlerOptions: validateUniversalHandlerOptions(routerOptions),
   };
-  return createGrpcRoute(own, createConnectRoute(own, fallback));
+  return options.ownRoutes === false ? fallback : createGrpcRoute(own, createConnectRoute(own, fallback));
 }
 
 /** The request paths of the client- and bidi-streaming RPCs `routes` serves: their bodies stream. */
