@@ -58,7 +58,7 @@ export interface ServiceCalls {
 /**
  * The reason a handler's signal fires with once its call is over. One shared
  * error: aborting without a reason builds a DOMException with a stack trace
- * per call, which showed as 2% of a streamed send's CPU.
+ * per call.
  */
 const callOver = new ConnectError("the call is over", Code.Canceled);
 

@@ -110,10 +110,9 @@ export function taskSnapshot(task: Task): Task {
 }
 
 /**
- * `items.map(copy)`, always as a packed array. V8 (11.3, Node 20) gives `map`'s result a packed kind in its builtin
- * and a holey one once the calling function is optimized, so the functions that read a task's lists later (its
- * encoder, the bridge's JSON) met a second kind of array 2.7-3.5 s into a server's life, were deoptimized and
- * compiled again (measured on the stream path).
+ * `items.map(copy)`, always as a packed array. V8 gives `map`'s result a packed kind in its builtin and a holey
+ * one once the caller is optimized; the functions that read a task's lists later (its encoding, the bridge's JSON)
+ * would meet a second kind of array and be deoptimized.
  */
 function copies<T>(items: readonly T[], copy: (item: T) => T): T[] {
   const out: T[] = [];

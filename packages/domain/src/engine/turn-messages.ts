@@ -18,8 +18,7 @@ import {
 
 /*
  * Why literals and not create(): create() walks the schema for every field it sets and for every nested init
- * object (a status event is three messages): 1.0 us for a status, 1.7 for an artifact event (Node 20, Xeon); a
- * one-artifact task reply makes about a dozen of them. A protobuf-es message is a plain object with its
+ * object (a status event is three messages), and a one-artifact task reply makes about a dozen of them. A protobuf-es message is a plain object with its
  * $typeName, and the generated types list every field, so the compiler rejects a literal that misses one when
  * the proto changes; turn-messages.spec checks each builder against create() (equals and toBinary). Every
  * builder adds its fields in create()'s order (the fields of a zero message in the schema's order, then the

@@ -177,8 +177,8 @@ export function createConnectRoute(
 /**
  * A unary request's body as connect-es reads it: no more than readMaxBytes (by its Content-Length when it has
  * one), the length it promised, then decompressed with the negotiated encoding. The errors are connect-es's.
- * Not its readAllBytes over a one-chunk iterable: that copies the body and steps a downlevelled async generator,
- * 4.3-4.9 us per call against 0.1 (measured), 1.5% of a Connect send.
+ * Not its readAllBytes over a one-chunk iterable: that copies the body and steps a downlevelled async generator
+ * per call.
  */
 async function unaryBody(
   bytes: Buffer,

@@ -43,10 +43,9 @@ import { refuseGrpc } from "./rpc-refusal.js";
  * Why not connect-node's gRPC handler: it serves every call, unary ones too,
  * through its streaming pipeline, about ten async-generator stages
  * (connect-es ships ES2017, whose downlevelled generators allocate per step),
- * a linked AbortController per call and a copy of every header set. Measured
- * on an echo service, that is 0.7-1.0 ms of CPU per unary call against
- * 0.3-0.4 ms for the same call answered here; most of the difference is
- * garbage that survives into the old generation (24 KB per call against 2 KB).
+ * a linked AbortController per call and a copy of every header set, most of
+ * it garbage that survives into the old generation. The bench's *-node rows
+ * compare the two (docs/benchmarks.md).
  *
  * What it keeps of connect-es: the content types, grpc-timeout parsing,
  * compression negotiation and codecs, the method's serialization (readMaxBytes,
