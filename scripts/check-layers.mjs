@@ -66,28 +66,28 @@ function* sources(dir) {
 const floorOf = (floors, name) => floors.findIndex((floor) => floor.includes(name));
 const problems = [];
 
-const workspaceNames = new Map();
-for (const floor of workspaceFloors) {
-  for (const dir of floor)
-    workspaceNames.set(JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8")).name, dir);
-}
-const allFloors = workspaceFloors.map((floor) => floor.map((dir) => dir));
-const workspaceEdges = new Set();
-for (const [name, dir] of workspaceNames) {
+/** Each workspace's package.json, by package name. */
+const workspaces = new Map();
+for (const dir of workspaceFloors.flat()) {
   const manifest = JSON.parse(readFileSync(join(root, dir, "package.json"), "utf8"));
-  const from = floorOf(allFloors, dir);
+  workspaces.set(manifest.name, { dir, manifest });
+}
+const dirOf = (name) => workspaces.get(name)?.dir;
+const workspaceEdges = new Set();
+for (const [name, { dir, manifest }] of workspaces) {
+  const from = floorOf(workspaceFloors, dir);
   for (const dep of Object.keys(manifest.dependencies ?? {})) {
-    const target = workspaceNames.get(dep);
+    const target = dirOf(dep);
     if (!target) continue;
     workspaceEdges.add(`${dir} -> ${target}`);
-    if (floorOf(allFloors, target) >= from)
+    if (floorOf(workspaceFloors, target) >= from)
       problems.push(`${name} depends on ${dep}, which is not on a floor below it`);
   }
   for (const file of sources(join(root, dir, "src"))) {
     for (const [, spec] of readFileSync(file, "utf8").matchAll(importPattern)) {
-      const target = workspaceNames.get(spec.split("/").slice(0, 2).join("/"));
+      const target = dirOf(spec.split("/").slice(0, 2).join("/"));
       if (!target || target === dir) continue;
-      if (floorOf(allFloors, target) >= from) {
+      if (floorOf(workspaceFloors, target) >= from) {
         problems.push(`${relative(root, file)} imports ${spec}, which is not on a floor below ${name}`);
       }
     }
